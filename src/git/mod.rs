@@ -1,0 +1,23 @@
+//! Read-only git queries over gix, returning plain data: no HTML, no HTTP.
+
+pub mod log;
+pub mod rev;
+
+pub use log::{CommitInfo, LogPage};
+
+/// Why a git query failed.
+#[derive(Debug)]
+pub enum GitError {
+    /// The client named something that does not exist (unknown revision, path, object).
+    NotFound(String),
+    /// The client's input can never be valid (bad hex, option-like revision).
+    BadRequest(String),
+    /// The repository could not answer (corrupt or unreadable objects).
+    Internal(String),
+}
+
+impl GitError {
+    pub fn internal(e: impl std::fmt::Display) -> GitError {
+        GitError::Internal(e.to_string())
+    }
+}

@@ -1,0 +1,35 @@
+//! Revision resolution: URL strings to object ids, only ever as revisions.
+
+use super::GitError;
+use gix::ObjectId;
+
+/// Resolves a revision expression. Strings that look like options are refused, and reflog or
+/// upstream forms that a server cannot answer are not found.
+pub fn resolve(repo: &gix::Repository, spec: &str) -> Result<ObjectId, GitError> {
+    if spec.starts_with('-') || spec.is_empty() || spec.contains('\0') {
+        return Err(GitError::BadRequest(format!("Invalid revision: {spec}")));
+    }
+    if let Ok(id) = repo.rev_parse_single(spec) {
+        return Ok(id.detach());
+    }
+    for candidate in [format!("refs/heads/{spec}"), format!("refs/tags/{spec}")] {
+        if let Ok(id) = repo.rev_parse_single(candidate.as_str()) {
+            return Ok(id.detach());
+        }
+    }
+    Err(GitError::NotFound(format!("Invalid revision: {spec}")))
+}
+
+/// Resolves a revision and peels it to a commit.
+pub fn resolve_commit(repo: &gix::Repository, spec: &str) -> Result<ObjectId, GitError> {
+    let id = resolve(repo, spec)?;
+    peel_to_commit(repo, id)
+        .ok_or_else(|| GitError::NotFound(format!("Invalid commit reference: {spec}")))
+}
+
+/// Follows tags to the commit they name; `None` when it is not a commit.
+pub fn peel_to_commit(repo: &gix::Repository, id: ObjectId) -> Option<ObjectId> {
+    let object = repo.find_object(id).ok()?;
+    let commit = object.peel_to_kind(gix::object::Kind::Commit).ok()?;
+    Some(commit.id)
+}

@@ -1,0 +1,166 @@
+//! The HTTP server: axum router, static files, the bounded blocking pool for git work, and
+//! configuration reloads.
+
+pub mod url;
+
+use crate::config::Config;
+use crate::pages::{self, Site};
+use crate::repos::Repos;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use std::sync::{Arc, RwLock};
+use tokio::sync::Semaphore;
+use tower_http::compression::CompressionLayer;
+
+/// Git work running at once; more requests wait for a permit.
+const BLOCKING_PERMITS: usize = 16;
+
+/// Shared server state: the current site (swapped on reload) and the blocking-pool permits.
+pub struct App {
+    site: RwLock<Arc<Site>>,
+    permits: Semaphore,
+    config_path: Option<std::path::PathBuf>,
+}
+
+impl App {
+    pub fn new(config: Config, config_path: Option<std::path::PathBuf>) -> Arc<App> {
+        let repos = Repos::new(&config, None);
+        Arc::new(App {
+            site: RwLock::new(Arc::new(Site {
+                config: Arc::new(config),
+                repos: Arc::new(repos),
+                generation: 0,
+            })),
+            permits: Semaphore::new(BLOCKING_PERMITS),
+            config_path,
+        })
+    }
+
+    pub fn site(&self) -> Arc<Site> {
+        Arc::clone(&self.site.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Re-reads the configuration file; on failure the old configuration stays.
+    pub fn reload(&self) -> Result<(), String> {
+        let Some(path) = &self.config_path else {
+            return Ok(());
+        };
+        let config = Config::load(path)?;
+        for d in &config.diagnostics {
+            tracing::warn!("{d}");
+        }
+        let old = self.site();
+        let repos = Repos::new(&config, Some(&old.repos));
+        let site = Site {
+            config: Arc::new(config),
+            repos: Arc::new(repos),
+            generation: old.generation + 1,
+        };
+        *self.site.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(site);
+        Ok(())
+    }
+}
+
+/// The router: every path goes through [`handle`]; responses are compressed when the client
+/// accepts it.
+pub fn router(app: Arc<App>) -> axum::Router {
+    axum::Router::new()
+        .fallback(handle)
+        .layer(CompressionLayer::new())
+        .with_state(app)
+}
+
+async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        return (StatusCode::METHOD_NOT_ALLOWED, "Method not allowed\n").into_response();
+    }
+    let site = app.site();
+    let uri = request.uri();
+    if let Some(response) = static_file(&site, uri.path()) {
+        return response;
+    }
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_string);
+    let mut req = match url::parse(&site.config, uri.path(), uri.query()) {
+        Ok(req) => req,
+        Err(url::BadRequest(msg)) => {
+            return to_http(pages::render_error(&site, 400, &msg));
+        }
+    };
+    req.host = host;
+    let Ok(_permit) = app.permits.acquire().await else {
+        return (StatusCode::SERVICE_UNAVAILABLE, "Shutting down\n").into_response();
+    };
+    let worker_site = Arc::clone(&site);
+    match tokio::task::spawn_blocking(move || pages::render(&worker_site, &req)).await {
+        Ok(page) => to_http(page),
+        Err(e) => {
+            tracing::error!("page task failed: {e}");
+            to_http(pages::render_error(&site, 500, "Internal error"))
+        }
+    }
+}
+
+/// Turns a rendered page into an HTTP response.
+pub fn to_http(page: pages::Response) -> Response {
+    let mut response = Response::new(Body::from(page.body));
+    *response.status_mut() = StatusCode::from_u16(page.status).unwrap_or(StatusCode::OK);
+    let headers = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&page.content_type) {
+        headers.insert(header::CONTENT_TYPE, v);
+    }
+    for (name, value) in page.headers {
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            headers.append(name, v);
+        }
+    }
+    response
+}
+
+/// The stylesheet, logo, favicon and robots.txt shipped in the binary, under the virtual root.
+fn static_file(site: &Site, path: &str) -> Option<Response> {
+    let rel = path.strip_prefix(site.config.globals.virtual_root.as_str())?;
+    let (body, content_type): (&'static [u8], &str) = match rel {
+        "cgit.css" => (include_bytes!("../../static/cgit.css"), "text/css"),
+        "cgit.png" => (include_bytes!("../../static/cgit.png"), "image/png"),
+        "favicon.ico" => (include_bytes!("../../static/favicon.ico"), "image/x-icon"),
+        "robots.txt" => (include_bytes!("../../static/robots.txt"), "text/plain"),
+        _ => return None,
+    };
+    let mut response = Response::new(Body::from(body));
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=86400"),
+    );
+    Some(response)
+}
+
+/// Serves until ctrl-c; SIGHUP reloads the configuration.
+pub async fn serve(app: Arc<App>, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+    let reloader = Arc::clone(&app);
+    tokio::spawn(async move {
+        let Ok(mut hup) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        else {
+            return;
+        };
+        while hup.recv().await.is_some() {
+            match reloader.reload() {
+                Ok(()) => tracing::info!("configuration reloaded"),
+                Err(e) => tracing::error!("reload failed, keeping the old configuration: {e}"),
+            }
+        }
+    });
+    axum::serve(listener, router(app))
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+}

@@ -1,0 +1,7 @@
+//! cgitd: a resident, cgit-compatible git web frontend.
+
+pub mod config;
+pub mod git;
+pub mod http;
+pub mod pages;
+pub mod repos;

@@ -1,0 +1,211 @@
+//! The cgitd command line: serve (default), check-config, render.
+
+use cgitd::config::Config;
+use cgitd::http;
+use cgitd::pages;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// A resident, cgit-compatible git web frontend.
+///
+/// Reads a cgitrc (cgit's configuration format: same options, same URLs) once and serves
+/// every repository it names from one long-lived process.
+#[derive(Parser)]
+#[command(version, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve HTTP (the default when no command is given).
+    Serve(ServeArgs),
+    /// Parse a cgitrc, list its repositories and options, and report warnings and errors.
+    CheckConfig {
+        /// The cgitrc file to check.
+        file: PathBuf,
+    },
+    /// Print one response (status, headers, body) for a URL path, without a server.
+    Render {
+        /// The URL path and query, e.g. '/myrepo/log/?h=main'.
+        url: String,
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+}
+
+#[derive(Args, Clone)]
+struct ConfigArg {
+    /// The cgitrc to read. Default: $CGIT_CONFIG if set, else an embedded default that serves
+    /// the git repository in the current directory and the repositories found below it.
+    #[arg(long, short = 'c', value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+#[derive(Args, Clone)]
+struct ServeArgs {
+    #[command(flatten)]
+    config: ConfigArg,
+    /// Address to listen on.
+    #[arg(long, short = 'l', value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    listen: String,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "cgitd=info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command.unwrap_or(Command::Serve(cli.serve)) {
+        Command::Serve(args) => serve(args),
+        Command::CheckConfig { file } => check_config(&file),
+        Command::Render { url, config } => render(&url, &config),
+    }
+}
+
+/// Loads the configuration named by `--config`, else `$CGIT_CONFIG`, else the embedded default.
+fn load_config(arg: &ConfigArg) -> Result<(Config, Option<PathBuf>), String> {
+    let path = arg
+        .config
+        .clone()
+        .or_else(|| std::env::var_os("CGIT_CONFIG").map(PathBuf::from));
+    match path {
+        Some(path) => Ok((Config::load(&path)?, Some(path))),
+        None => {
+            let cwd = std::env::current_dir().map_err(|e| format!("current directory: {e}"))?;
+            Ok((Config::embedded_default(&cwd), None))
+        }
+    }
+}
+
+fn serve(args: ServeArgs) -> ExitCode {
+    let (config, path) = match load_config(&args.config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("cgitd: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for d in &config.diagnostics {
+        tracing::warn!("{d}");
+    }
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cgitd: cannot start runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let repos = config.repos.len();
+    let source = config.source.clone();
+    runtime.block_on(async move {
+        let listener = match tokio::net::TcpListener::bind(&args.listen).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("cgitd: cannot listen on {}: {e}", args.listen);
+                return ExitCode::FAILURE;
+            }
+        };
+        let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or(args.listen);
+        println!("cgitd serving {repos} repositories ({source}) at http://{addr}/");
+        let app = http::App::new(config, path);
+        match http::serve(app, listener).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("cgitd: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}
+
+fn check_config(file: &std::path::Path) -> ExitCode {
+    let config = match Config::load(file) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for repo in &config.repos {
+        let o = &repo.opts;
+        let flags = [
+            ("hide", repo.hide),
+            ("ignore", repo.ignore),
+            ("enable-blame", o.enable_blame),
+            ("enable-commit-graph", o.enable_commit_graph),
+            ("enable-log-filecount", o.enable_log_filecount),
+            ("enable-log-linecount", o.enable_log_linecount),
+            ("enable-remote-branches", o.enable_remote_branches),
+            ("enable-html-serving", o.enable_html_serving),
+            ("enable-esi", o.enable_esi),
+        ];
+        let on: Vec<&str> = flags.iter().filter(|f| f.1).map(|f| f.0).collect();
+        println!("repo {}", repo.url);
+        println!("  path     {}", repo.path.display());
+        println!("  name     {}", repo.name);
+        println!("  section  {}", o.section);
+        println!("  desc     {}", repo.desc);
+        println!("  owner    {}", repo.owner);
+        println!(
+            "  snapshots {}",
+            repo.snapshot_suffixes().collect::<Vec<_>>().join(" ")
+        );
+        println!("  readme   {}", o.readme.join(" "));
+        println!("  flags    {}", on.join(" "));
+    }
+    for d in &config.diagnostics {
+        println!("{d}");
+    }
+    if config.has_errors() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn render(url: &str, arg: &ConfigArg) -> ExitCode {
+    let (config, _) = match load_config(arg) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("cgitd: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let repos = cgitd::repos::Repos::new(&config, None);
+    let site = pages::Site {
+        config: std::sync::Arc::new(config),
+        repos: std::sync::Arc::new(repos),
+        generation: 0,
+    };
+    let (path, query) = match url.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (url, None),
+    };
+    let response = match http::url::parse(&site.config, path, query) {
+        Ok(req) => pages::render(&site, &req),
+        Err(http::url::BadRequest(msg)) => pages::render_error(&site, 400, &msg),
+    };
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "Status: {}", response.status);
+    let _ = writeln!(out, "Content-Type: {}", response.content_type);
+    for (name, value) in &response.headers {
+        let _ = writeln!(out, "{name}: {value}");
+    }
+    let _ = writeln!(out);
+    let _ = out.write_all(&response.body);
+    if response.status < 400 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

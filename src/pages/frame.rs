@@ -1,0 +1,232 @@
+//! The page frame shared by every HTML page: head, header table, tabs, path crumbs, footer.
+
+use super::links::{self, escape_path};
+use super::{PageRequest, RepoCtx, Site};
+use crate::config::Globals;
+use askama::Template;
+
+/// One tab of `table.tabs`.
+pub struct Tab {
+    pub label: &'static str,
+    pub href: String,
+    pub active: bool,
+}
+
+/// What the header's main cell and form show for a repository page.
+pub struct RepoHeader {
+    pub index_href: String,
+    pub name: String,
+    pub summary_href: String,
+    pub branches: Vec<String>,
+    pub head: String,
+    pub switch_action: String,
+    pub owner: String,
+}
+
+/// Everything the frame template needs; pages fill in `title`, `crumbs` and tabs.
+pub struct Frame<'a> {
+    pub g: &'a Globals,
+    pub title: String,
+    pub logo: Option<String>,
+    pub logo_link: String,
+    pub extra_head: Option<String>,
+    pub vcs_links: Vec<String>,
+    pub repo_name: String,
+    pub repo: Option<RepoHeader>,
+    pub sub: String,
+    pub tabs: Vec<Tab>,
+    pub search_action: String,
+    pub search_hidden: Vec<(&'static str, String)>,
+    pub search_in_repo: bool,
+    pub q: String,
+    pub qt: String,
+    pub crumbs: Vec<(String, String)>,
+    pub version: &'static str,
+}
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+impl<'a> Frame<'a> {
+    /// The frame of site pages (index, site about, errors outside a repository).
+    pub fn site(site: &'a Site, req: &PageRequest, active: Option<&'static str>) -> Frame<'a> {
+        let g = &site.config.globals;
+        let mut tabs = vec![Tab {
+            label: "index",
+            href: g.virtual_root.clone(),
+            active: active == Some("index"),
+        }];
+        if g.root_readme.is_some() {
+            tabs.push(Tab {
+                label: "about",
+                href: format!("{}about/", g.virtual_root),
+                active: active == Some("about"),
+            });
+        }
+        let search_action = match &req.prefix {
+            Some(prefix) => format!("{}{}/", g.virtual_root, escape_path(prefix.as_bytes())),
+            None => g.virtual_root.clone(),
+        };
+        Frame {
+            g,
+            title: g.root_title.clone(),
+            logo: g.defaults.logo.clone(),
+            logo_link: g.defaults.logo_link.clone().unwrap_or_else(|| g.virtual_root.clone()),
+            extra_head: None,
+            vcs_links: Vec::new(),
+            repo_name: String::new(),
+            repo: None,
+            sub: g.root_desc.clone(),
+            tabs,
+            search_action,
+            search_hidden: Vec::new(),
+            search_in_repo: false,
+            q: req.query.q.clone().unwrap_or_default(),
+            qt: String::new(),
+            crumbs: Vec::new(),
+            version: VERSION,
+        }
+    }
+
+    /// The frame of repository pages, with `active` the highlighted tab.
+    pub fn repo(ctx: &'a RepoCtx<'_>, active: &'static str) -> Frame<'a> {
+        let g = &ctx.site.config.globals;
+        let cfg = &ctx.state.config;
+        let l = ctx.links();
+        let head = Some(ctx.head.as_str());
+        let id = ctx.req.query.id.as_deref();
+        let path = ctx.req.path.as_ref().map(|p| p.as_slice());
+        let id_arg: Vec<(&str, &str)> = id.map(|i| ("id", i)).into_iter().collect();
+        let mut tabs = Vec::new();
+        let mut tab = |label: &'static str, href: String| {
+            tabs.push(Tab {
+                label,
+                href,
+                active: label == active,
+            })
+        };
+        if !cfg.opts.readme.is_empty() {
+            tab("about", l.page("about", None, head, &[]));
+        }
+        tab("summary", with_head(&l.summary(), &l, head));
+        tab("refs", l.page("refs", None, head, &id_arg));
+        tab("log", l.page("log", path, head, &[]));
+        tab("tree", l.page("tree", path, head, &id_arg));
+        tab("commit", l.page("commit", path, head, &id_arg));
+        tab("diff", l.page("diff", path, head, &id_arg));
+        if cfg.opts.max_stats.is_some() {
+            tab("stats", l.page("stats", path, head, &[]));
+        }
+        let mut search_hidden = Vec::new();
+        if ctx.head != ctx.refs.defbranch {
+            search_hidden.push(("h", ctx.head.clone()));
+        }
+        let mut branches: Vec<String> = ctx.refs.branches.iter().map(|b| b.name.clone()).collect();
+        branches.sort();
+        Frame {
+            g,
+            title: format!("{} - {}", cfg.name, cfg.desc),
+            logo: cfg.opts.logo.clone(),
+            logo_link: cfg.opts.logo_link.clone().unwrap_or_else(|| g.virtual_root.clone()),
+            extra_head: cfg.extra_head_content.clone(),
+            vcs_links: clone_urls(ctx),
+            repo_name: cfg.name.clone(),
+            repo: Some(RepoHeader {
+                index_href: g.virtual_root.clone(),
+                name: cfg.name.clone(),
+                summary_href: l.summary(),
+                branches,
+                head: ctx.head.clone(),
+                switch_action: l.summary(),
+                owner: cfg.owner.clone(),
+            }),
+            sub: cfg.desc.clone(),
+            tabs,
+            search_action: l.page("log", path, None, &[]),
+            search_hidden,
+            search_in_repo: true,
+            q: ctx.req.query.q.clone().unwrap_or_default(),
+            qt: ctx.req.query.qt.clone().unwrap_or_default(),
+            crumbs: Vec::new(),
+            version: VERSION,
+        }
+    }
+}
+
+fn with_head(base: &str, l: &links::RepoLinks<'_>, head: Option<&str>) -> String {
+    match head.filter(|h| *h != l.defbranch) {
+        Some(h) => links::with_args(base, &[("h", h)]),
+        None => base.to_string(),
+    }
+}
+
+/// The repository's clone URLs: `clone-url` templates (with `$CGIT_REPO_*` expanded), else
+/// `clone-prefix` + `/` + url.
+pub fn clone_urls(ctx: &RepoCtx<'_>) -> Vec<String> {
+    let cfg = &ctx.state.config;
+    let g = &ctx.site.config.globals;
+    if let Some(template) = &cfg.opts.clone_url {
+        let lookup = |name: &str| -> Option<String> {
+            Some(match name {
+                "CGIT_REPO_URL" => cfg.url.clone(),
+                "CGIT_REPO_NAME" => cfg.name.clone(),
+                "CGIT_REPO_PATH" => cfg.path.display().to_string(),
+                "CGIT_REPO_OWNER" => cfg.owner.clone(),
+                "CGIT_REPO_DEFBRANCH" => ctx.refs.defbranch.clone(),
+                "CGIT_REPO_SECTION" => cfg.opts.section.clone(),
+                "HTTP_HOST" => ctx.req.host.clone().unwrap_or_default(),
+                _ => return std::env::var(name).ok(),
+            })
+        };
+        let expanded = crate::config::expand_macros(template, lookup);
+        return expanded.split_whitespace().map(str::to_string).collect();
+    }
+    if let Some(prefixes) = &g.clone_prefix {
+        return prefixes
+            .split_whitespace()
+            .map(|p| format!("{p}/{}", cfg.url))
+            .collect();
+    }
+    Vec::new()
+}
+
+#[derive(Template)]
+#[template(path = "frame_head.html")]
+struct FrameHead<'a> {
+    f: &'a Frame<'a>,
+    head_include: String,
+    header_file: String,
+}
+
+#[derive(Template)]
+#[template(path = "frame_foot.html")]
+struct FrameFoot<'a> {
+    f: &'a Frame<'a>,
+    footer_file: Option<String>,
+    generated: String,
+}
+
+fn read_include(path: &Option<std::path::PathBuf>) -> Option<String> {
+    path.as_ref()
+        .and_then(|p| std::fs::read(p).ok())
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
+/// Renders frame head, `body` and frame foot into one buffer.
+pub fn wrap(site: &Site, frame: &Frame<'_>, body: &dyn askama::DynTemplate) -> String {
+    let g = &site.config.globals;
+    let mut out = String::with_capacity(16 * 1024);
+    let head = FrameHead {
+        f: frame,
+        head_include: read_include(&g.head_include).unwrap_or_default(),
+        header_file: read_include(&g.header).unwrap_or_default(),
+    };
+    let foot = FrameFoot {
+        f: frame,
+        footer_file: read_include(&g.footer),
+        generated: super::format::iso_date(gix::date::Time::new(super::format::now(), 0)),
+    };
+    let _ = head.render_into(&mut out);
+    let _ = body.dyn_render_into(&mut out);
+    let _ = foot.render_into(&mut out);
+    out
+}

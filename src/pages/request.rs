@@ -1,0 +1,42 @@
+//! A parsed cgit request: which repository, page and path, and every cgit query parameter.
+
+use gix::bstr::BString;
+
+/// cgit's query parameters (cgit-reference §1.2), already decoded.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Query {
+    pub h: Option<String>,
+    pub id: Option<String>,
+    pub id2: Option<String>,
+    pub ofs: i64,
+    pub q: Option<String>,
+    pub qt: Option<String>,
+    pub s: Option<String>,
+    pub showmsg: bool,
+    pub period: Option<String>,
+    /// 0 unified, 1 side-by-side, 2 stat only; `None` when absent.
+    pub dt: Option<u8>,
+    pub context: Option<i64>,
+    pub ignorews: bool,
+    pub follow: bool,
+    pub all: bool,
+}
+
+/// What a request asks for, independent of HTTP.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PageRequest {
+    /// The url of the repository addressed, if any.
+    pub repo: Option<String>,
+    /// For a non-repository url: the prefix the index is filtered by.
+    pub prefix: Option<String>,
+    pub page: Option<String>,
+    /// The path after the page (raw bytes, may be non-UTF-8), without trailing `/`.
+    pub path: Option<BString>,
+    /// Whether the request path ended with `/` (about redirects on its absence).
+    pub trailing_slash: bool,
+    pub query: Query,
+    /// `Host` header, for absolute URLs (atom, clone URLs).
+    pub host: Option<String>,
+    /// The request target as received (path and query), for self links.
+    pub target: String,
+}

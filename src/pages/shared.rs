@@ -1,0 +1,228 @@
+//! Pieces several pages show the same way: ages, subjects, decorations, object and snapshot links.
+
+use super::RepoCtx;
+use super::format;
+use crate::git::CommitInfo;
+use crate::repos::{Branch, DecorationKind, Tag};
+use gix::ObjectId;
+
+/// A date shown as `span.age-*` (relative) or as an absolute date with the full date as title.
+pub struct Age {
+    pub class: &'static str,
+    pub title: String,
+    pub text: String,
+}
+
+/// Relative age, as on summary, refs and index pages.
+pub fn age(t: gix::date::Time, now: i64) -> Age {
+    let (class, text) = format::age(t, now);
+    Age {
+        class,
+        title: format::iso_date(t),
+        text,
+    }
+}
+
+/// The log page's date: relative when younger than two weeks, else `YYYY-MM-DD`.
+pub fn log_age(t: gix::date::Time, now: i64) -> Age {
+    if format::is_old(t, now) {
+        Age {
+            class: "",
+            title: format::iso_date(t),
+            text: format::short_date(t),
+        }
+    } else {
+        age(t, now)
+    }
+}
+
+/// A subject cut to `max-message-length` as cgit does (limits under 15 do not cut).
+pub fn truncate_subject(subject: &str, max: usize) -> String {
+    if subject.is_empty() {
+        return "(no commit message)".into();
+    }
+    if max < 15 || subject.chars().count() <= max {
+        return subject.to_string();
+    }
+    let cut: String = subject.chars().take(max - 3).collect();
+    format!("{cut}...")
+}
+
+/// A ref label next to a commit: `a.branch-deco` and friends.
+pub struct DecoLink {
+    pub class: &'static str,
+    pub href: String,
+    pub name: String,
+}
+
+pub fn decorations(ctx: &RepoCtx<'_>, id: &ObjectId) -> Vec<DecoLink> {
+    let Some(labels) = ctx.refs.decorations.get(id) else {
+        return Vec::new();
+    };
+    let l = ctx.links();
+    let hex = id.to_string();
+    labels
+        .iter()
+        .filter(|d| d.kind != DecorationKind::Remote || ctx.state.config.opts.enable_remote_branches)
+        .map(|d| {
+            let (class, href) = match d.kind {
+                DecorationKind::Branch => ("branch-deco", l.page("log", None, Some(&d.name), &[])),
+                DecorationKind::Remote => ("remote-deco", l.page("log", None, Some(&d.name), &[])),
+                DecorationKind::AnnotatedTag => {
+                    ("tag-annotated-deco", l.page("tag", None, Some(&d.name), &[]))
+                }
+                DecorationKind::Tag => ("tag-deco", l.page("tag", None, Some(&d.name), &[])),
+                DecorationKind::Head | DecorationKind::Other => {
+                    ("deco", l.page("commit", None, None, &[("id", &hex)]))
+                }
+            };
+            DecoLink {
+                class,
+                href,
+                name: d.name.clone(),
+            }
+        })
+        .collect()
+}
+
+/// A link to any object, labelled `<type> <10 hex>...` like cgit's object links.
+pub fn object_link(ctx: &RepoCtx<'_>, id: &ObjectId, kind: gix::object::Kind) -> (String, String) {
+    let hex = id.to_string();
+    let page = match kind {
+        gix::object::Kind::Commit => "commit",
+        gix::object::Kind::Tree => "tree",
+        gix::object::Kind::Blob => "blob",
+        gix::object::Kind::Tag => "tag",
+    };
+    let href = ctx
+        .links()
+        .page(page, None, Some(&ctx.head), &[("id", &hex)]);
+    (href, format!("{kind} {}...", &hex[..10]))
+}
+
+/// The file-name prefix of snapshots: `repo.snapshot-prefix`, else the url's last component
+/// without `.git`.
+pub fn snapshot_prefix(ctx: &RepoCtx<'_>) -> String {
+    let cfg = &ctx.state.config;
+    if let Some(p) = &cfg.snapshot_prefix {
+        return p.clone();
+    }
+    let url = cfg.url.trim_end_matches('/');
+    let base = url.rsplit('/').next().unwrap_or(url);
+    base.strip_suffix(".git").unwrap_or(base).to_string()
+}
+
+/// Snapshot links (href, file name) for a ref or commit, one per enabled format.
+pub fn snapshot_links(ctx: &RepoCtx<'_>, refname: &str) -> Vec<(String, String)> {
+    let prefix = snapshot_prefix(ctx);
+    let stem = if refname.starts_with(&prefix) {
+        refname.to_string()
+    } else {
+        let version = match refname.strip_prefix(['v', 'V']) {
+            Some(rest)
+                if rest.starts_with(|c: char| c.is_ascii_digit()) && ctx.refs.tag(rest).is_none() =>
+            {
+                rest
+            }
+            _ => refname,
+        };
+        format!("{prefix}-{version}")
+    };
+    ctx.state
+        .config
+        .snapshot_suffixes()
+        .map(|suffix| {
+            let file = format!("{stem}.{suffix}");
+            let href = ctx
+                .links()
+                .page("snapshot", Some(file.as_bytes()), None, &[]);
+            (href, file)
+        })
+        .collect()
+}
+
+/// A branch row of summary and refs.
+pub struct BranchRow {
+    pub name: String,
+    pub log_href: String,
+    pub subject: String,
+    pub commit_href: String,
+    pub author: String,
+    pub age: Age,
+}
+
+pub fn branch_row(ctx: &RepoCtx<'_>, b: &Branch) -> BranchRow {
+    let l = ctx.links();
+    BranchRow {
+        name: b.name.clone(),
+        log_href: l.page("log", None, Some(&b.name), &[]),
+        subject: truncate_subject(&b.subject, ctx.site.config.globals.max_message_length),
+        commit_href: l.page("commit", None, Some(&b.name), &[]),
+        author: b.author.name.clone(),
+        age: age(b.committer_time, ctx.now),
+    }
+}
+
+/// A tag row of summary and refs.
+pub struct TagRow {
+    pub name: String,
+    pub tag_href: String,
+    pub downloads: Vec<(String, String)>,
+    pub object: Option<(String, String)>,
+    pub author: String,
+    pub age: Option<Age>,
+}
+
+pub fn tag_row(ctx: &RepoCtx<'_>, t: &Tag) -> TagRow {
+    let downloads = if t.target_kind == gix::object::Kind::Commit {
+        snapshot_links(ctx, &t.name)
+    } else {
+        Vec::new()
+    };
+    let object = downloads
+        .is_empty()
+        .then(|| object_link(ctx, &t.target, t.target_kind));
+    TagRow {
+        name: t.name.clone(),
+        tag_href: ctx.links().page("tag", None, Some(&t.name), &[]),
+        downloads,
+        object,
+        author: t.author.as_ref().map(|a| a.name.clone()).unwrap_or_default(),
+        age: t.date.map(|d| age(d, ctx.now)),
+    }
+}
+
+/// A commit row of log-style tables (summary's recent log, the log page).
+pub struct LogRow {
+    pub age: Age,
+    pub subject: String,
+    pub commit_href: String,
+    pub decorations: Vec<DecoLink>,
+    pub author: String,
+}
+
+pub fn log_row(ctx: &RepoCtx<'_>, c: &CommitInfo) -> LogRow {
+    let hex = c.id.to_string();
+    LogRow {
+        age: log_age(c.committer.time, ctx.now),
+        subject: truncate_subject(&c.subject, ctx.site.config.globals.max_message_length),
+        commit_href: ctx
+            .links()
+            .page("commit", None, Some(&ctx.head), &[("id", &hex)]),
+        decorations: decorations(ctx, &c.id),
+        author: c.author.name.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::truncate_subject;
+
+    #[test]
+    fn subjects_truncate_like_cgit() {
+        assert_eq!(truncate_subject("", 80), "(no commit message)");
+        assert_eq!(truncate_subject("short", 80), "short");
+        assert_eq!(truncate_subject(&"x".repeat(20), 15), format!("{}...", "x".repeat(12)));
+        assert_eq!(truncate_subject(&"y".repeat(20), 10), "y".repeat(20));
+    }
+}

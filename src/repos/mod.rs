@@ -1,0 +1,167 @@
+//! Resident repository state: each configured repository opened once with gix, a pool of warm
+//! handles, and the ref snapshot kept fresh by cheap change detection.
+
+mod refs;
+mod stamp;
+
+pub use refs::{Branch, Decoration, DecorationKind, Person, RefEntry, RefSnapshot, Tag, subject_of};
+
+use crate::config::{Config, RepoConfig};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long a ref snapshot is trusted before its stamp is checked again.
+const REF_CHECK_INTERVAL: Duration = Duration::from_millis(250);
+/// Warm handles kept per repository.
+const MAX_POOLED_HANDLES: usize = 8;
+/// Object cache per handle.
+const OBJECT_CACHE_BYTES: usize = 8 << 20;
+
+/// Why a repository could not be used.
+#[derive(Debug, Clone)]
+pub struct RepoError(pub String);
+
+impl std::fmt::Display for RepoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// All repositories of one configuration, by url.
+pub struct Repos {
+    by_url: HashMap<String, Arc<RepoState>>,
+}
+
+impl Repos {
+    /// Builds the registry for `config`, keeping the open git state of `previous` for
+    /// repositories whose path did not change.
+    pub fn new(config: &Config, previous: Option<&Repos>) -> Repos {
+        let mut by_path: HashMap<&Path, &Arc<GitRepo>> = HashMap::new();
+        if let Some(prev) = previous {
+            for state in prev.by_url.values() {
+                by_path.insert(&state.git.path, &state.git);
+            }
+        }
+        let mut by_url = HashMap::new();
+        for cfg in config.repos.iter().filter(|r| !r.ignore) {
+            let git = by_path
+                .get(cfg.path.as_path())
+                .map(|g| Arc::clone(g))
+                .unwrap_or_else(|| Arc::new(GitRepo::new(cfg.path.clone())));
+            let state = RepoState {
+                config: Arc::clone(cfg),
+                git,
+            };
+            by_url.entry(cfg.url.clone()).or_insert(Arc::new(state));
+        }
+        Repos { by_url }
+    }
+
+    pub fn get(&self, url: &str) -> Option<&Arc<RepoState>> {
+        self.by_url.get(url)
+    }
+}
+
+/// One configured repository: its options and its (shared) git state.
+pub struct RepoState {
+    pub config: Arc<RepoConfig>,
+    git: Arc<GitRepo>,
+}
+
+impl RepoState {
+    /// Runs `f` with a warm gix handle of this repository.
+    pub fn with_repo<R>(&self, f: impl FnOnce(&gix::Repository) -> R) -> Result<R, RepoError> {
+        self.git.with_handle(f)
+    }
+
+    /// The current ref snapshot, rebuilt when the refs changed on disk.
+    pub fn refs(&self, repo: &gix::Repository) -> Result<Arc<RefSnapshot>, RepoError> {
+        self.git.refs(repo, self.config.defbranch.as_deref())
+    }
+
+    pub fn git_dir(&self) -> &Path {
+        &self.git.path
+    }
+}
+
+/// The git side of a repository, shared by every configuration that names its path.
+struct GitRepo {
+    path: PathBuf,
+    opened: OnceLock<Result<gix::ThreadSafeRepository, RepoError>>,
+    handles: Mutex<Vec<gix::Repository>>,
+    refs: Mutex<Option<CachedRefs>>,
+}
+
+struct CachedRefs {
+    snapshot: Arc<RefSnapshot>,
+    stamp: stamp::RefStamp,
+    checked: Instant,
+}
+
+impl GitRepo {
+    fn new(path: PathBuf) -> GitRepo {
+        GitRepo {
+            path,
+            opened: OnceLock::new(),
+            handles: Mutex::new(Vec::new()),
+            refs: Mutex::new(None),
+        }
+    }
+
+    fn open(&self) -> Result<&gix::ThreadSafeRepository, RepoError> {
+        self.opened
+            .get_or_init(|| {
+                let options = gix::open::Options::isolated().open_path_as_is(true);
+                gix::ThreadSafeRepository::open_opts(&self.path, options)
+                    .map_err(|e| RepoError(format!("Not a git repository: '{}' ({e})", self.path.display())))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    fn with_handle<R>(&self, f: impl FnOnce(&gix::Repository) -> R) -> Result<R, RepoError> {
+        let pooled = self.handles.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let repo = match pooled {
+            Some(repo) => repo,
+            None => {
+                let mut repo = self.open()?.to_thread_local();
+                repo.object_cache_size(OBJECT_CACHE_BYTES);
+                repo
+            }
+        };
+        let result = f(&repo);
+        let mut handles = self.handles.lock().unwrap_or_else(|e| e.into_inner());
+        if handles.len() < MAX_POOLED_HANDLES {
+            handles.push(repo);
+        }
+        Ok(result)
+    }
+
+    fn refs(
+        &self,
+        repo: &gix::Repository,
+        defbranch: Option<&str>,
+    ) -> Result<Arc<RefSnapshot>, RepoError> {
+        let mut cached = self.refs.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = cached.as_mut() {
+            if c.checked.elapsed() < REF_CHECK_INTERVAL {
+                return Ok(Arc::clone(&c.snapshot));
+            }
+            let now = stamp::RefStamp::read(&self.path)?;
+            c.checked = Instant::now();
+            if now == c.stamp {
+                return Ok(Arc::clone(&c.snapshot));
+            }
+        }
+        let stamp = stamp::RefStamp::read(&self.path)?;
+        let snapshot = Arc::new(RefSnapshot::build(repo, defbranch, stamp.version())?);
+        *cached = Some(CachedRefs {
+            snapshot: Arc::clone(&snapshot),
+            stamp,
+            checked: Instant::now(),
+        });
+        Ok(snapshot)
+    }
+}

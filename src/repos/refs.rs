@@ -1,0 +1,261 @@
+//! The ref snapshot: every ref with its target and peeled id, branch and tag lists with the
+//! commit/tag data that summary and refs show, and the decoration map — built once per change.
+
+use super::RepoError;
+use gix::ObjectId;
+use gix::bstr::ByteSlice;
+use std::collections::HashMap;
+
+/// A name, email and date from a commit or tag header.
+#[derive(Clone, Debug)]
+pub struct Person {
+    pub name: String,
+    pub email: String,
+    pub time: gix::date::Time,
+}
+
+impl Person {
+    pub fn from_signature(sig: gix::actor::SignatureRef<'_>) -> Person {
+        Person {
+            name: sig.name.trim().to_str_lossy().into_owned(),
+            email: sig.email.trim().to_str_lossy().into_owned(),
+            time: sig.time().unwrap_or_default(),
+        }
+    }
+}
+
+/// A branch (local or remote) and its tip commit.
+#[derive(Clone, Debug)]
+pub struct Branch {
+    /// Short name, e.g. `main` or `origin/main`.
+    pub name: String,
+    pub id: ObjectId,
+    pub subject: String,
+    pub author: Person,
+    pub committer_time: gix::date::Time,
+}
+
+/// A tag, annotated or lightweight.
+#[derive(Clone, Debug)]
+pub struct Tag {
+    pub name: String,
+    /// What the ref points to: the tag object for annotated tags.
+    pub id: ObjectId,
+    /// The object at the end of the tag chain.
+    pub target: ObjectId,
+    pub target_kind: gix::object::Kind,
+    pub annotated: bool,
+    /// Tagger (annotated) or commit author (lightweight); absent for tags of trees and blobs.
+    pub author: Option<Person>,
+    /// Tagger date, else the tagged commit's committer date.
+    pub date: Option<gix::date::Time>,
+}
+
+/// Any ref, for the dumb-HTTP `info/refs` listing.
+#[derive(Clone, Debug)]
+pub struct RefEntry {
+    pub name: String,
+    pub id: ObjectId,
+    /// Set when `id` is a tag object.
+    pub peeled: Option<ObjectId>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DecorationKind {
+    Head,
+    Branch,
+    AnnotatedTag,
+    Tag,
+    Remote,
+    Other,
+}
+
+/// A ref label shown next to a commit.
+#[derive(Clone, Debug)]
+pub struct Decoration {
+    pub kind: DecorationKind,
+    /// Prettified name (`refs/heads/` and the like stripped).
+    pub name: String,
+}
+
+/// All ref-derived data of a repository at one moment.
+#[derive(Debug, Default)]
+pub struct RefSnapshot {
+    /// Changes whenever the refs change (for ETags).
+    pub version: u64,
+    /// The branch HEAD points to, when it is one.
+    pub head_branch: Option<String>,
+    /// The configured or HEAD-derived default branch (cgit's defbranch).
+    pub defbranch: String,
+    /// Local branches, newest commit first.
+    pub branches: Vec<Branch>,
+    /// Remote-tracking branches, newest commit first.
+    pub remotes: Vec<Branch>,
+    /// Tags, newest first.
+    pub tags: Vec<Tag>,
+    /// Every ref, sorted by name.
+    pub all: Vec<RefEntry>,
+    pub decorations: HashMap<ObjectId, Vec<Decoration>>,
+}
+
+impl RefSnapshot {
+    pub fn build(
+        repo: &gix::Repository,
+        defbranch: Option<&str>,
+        version: u64,
+    ) -> Result<RefSnapshot, RepoError> {
+        let err = |e: &dyn std::fmt::Display| RepoError(format!("reading refs: {e}"));
+        let mut snap = RefSnapshot {
+            version,
+            ..RefSnapshot::default()
+        };
+        snap.head_branch = repo.head_name().ok().flatten().and_then(|n| {
+            n.as_bstr()
+                .strip_prefix(b"refs/heads/")
+                .map(|s| s.to_str_lossy().into_owned())
+        });
+        let platform = repo.references().map_err(|e| err(&e))?;
+        for reference in platform.all().map_err(|e| err(&e))? {
+            let Ok(reference) = reference else { continue };
+            let full = reference.inner.name.as_bstr().to_str_lossy().into_owned();
+            let Some(id) = reference.inner.target.try_id().map(ToOwned::to_owned) else {
+                continue;
+            };
+            let peeled = peel(repo, id, reference.inner.peeled);
+            snap.all.push(RefEntry {
+                name: full.clone(),
+                id,
+                peeled: peeled.filter(|p| *p != id),
+            });
+            snap.add(repo, &full, id, peeled.unwrap_or(id));
+        }
+        if let Ok(head) = repo.head_id() {
+            snap.decorate(head.detach(), DecorationKind::Head, "HEAD".into());
+        }
+        snap.all.sort_by(|a, b| a.name.cmp(&b.name));
+        snap.branches.sort_by(|a, b| b.committer_time.seconds.cmp(&a.committer_time.seconds).then(a.name.cmp(&b.name)));
+        snap.remotes.sort_by(|a, b| b.committer_time.seconds.cmp(&a.committer_time.seconds).then(a.name.cmp(&b.name)));
+        snap.tags.sort_by(|a, b| {
+            let (da, db) = (a.date.map(|t| t.seconds), b.date.map(|t| t.seconds));
+            db.cmp(&da).then(a.name.cmp(&b.name))
+        });
+        for labels in snap.decorations.values_mut() {
+            labels.sort_by(|a, b| a.kind.cmp(&b.kind).then(a.name.cmp(&b.name)));
+        }
+        snap.defbranch = defbranch
+            .map(str::to_string)
+            .or_else(|| snap.head_branch.clone())
+            .unwrap_or_else(|| "master".into());
+        Ok(snap)
+    }
+
+    fn add(&mut self, repo: &gix::Repository, full: &str, id: ObjectId, target: ObjectId) {
+        if let Some(name) = full.strip_prefix("refs/heads/") {
+            if let Some(branch) = read_branch(repo, name, id) {
+                self.branches.push(branch);
+            }
+            self.decorate(target, DecorationKind::Branch, name.into());
+        } else if let Some(name) = full.strip_prefix("refs/remotes/") {
+            if let Some(branch) = read_branch(repo, name, id) {
+                self.remotes.push(branch);
+            }
+            self.decorate(target, DecorationKind::Remote, name.into());
+        } else if let Some(name) = full.strip_prefix("refs/tags/") {
+            let tag = read_tag(repo, name, id, target);
+            let kind = if tag.annotated {
+                DecorationKind::AnnotatedTag
+            } else {
+                DecorationKind::Tag
+            };
+            self.decorate(target, kind, name.into());
+            self.tags.push(tag);
+        } else {
+            let name = full.strip_prefix("refs/").unwrap_or(full);
+            self.decorate(target, DecorationKind::Other, name.into());
+        }
+    }
+
+    fn decorate(&mut self, id: ObjectId, kind: DecorationKind, name: String) {
+        self.decorations
+            .entry(id)
+            .or_default()
+            .push(Decoration { kind, name });
+    }
+
+    /// Whether `name` is a local branch.
+    pub fn has_branch(&self, name: &str) -> bool {
+        self.branches.iter().any(|b| b.name == name)
+    }
+
+    pub fn tag(&self, name: &str) -> Option<&Tag> {
+        self.tags.iter().find(|t| t.name == name)
+    }
+}
+
+/// The peeled id of a ref: packed-refs' `^` line when present, else by reading tag headers
+/// (only ever for loose tags; once per ref change).
+fn peel(repo: &gix::Repository, id: ObjectId, packed: Option<ObjectId>) -> Option<ObjectId> {
+    if packed.is_some() {
+        return packed;
+    }
+    let mut current = id;
+    for _ in 0..16 {
+        let header = repo.find_header(current).ok()?;
+        if header.kind() != gix::object::Kind::Tag {
+            return (current != id).then_some(current);
+        }
+        current = repo.find_tag(current).ok()?.target_id().ok()?.detach();
+    }
+    None
+}
+
+fn read_branch(repo: &gix::Repository, name: &str, id: ObjectId) -> Option<Branch> {
+    let commit = repo.find_commit(id).ok()?;
+    let decoded = commit.decode().ok()?;
+    Some(Branch {
+        name: name.to_string(),
+        id,
+        subject: subject_of(decoded.message),
+        author: Person::from_signature(decoded.author().ok()?),
+        committer_time: decoded.committer().ok()?.time().unwrap_or_default(),
+    })
+}
+
+fn read_tag(repo: &gix::Repository, name: &str, id: ObjectId, target: ObjectId) -> Tag {
+    let mut tag = Tag {
+        name: name.to_string(),
+        id,
+        target,
+        target_kind: repo
+            .find_header(target)
+            .map(|h| h.kind())
+            .unwrap_or(gix::object::Kind::Commit),
+        annotated: id != target,
+        author: None,
+        date: None,
+    };
+    if tag.annotated {
+        if let Ok(obj) = repo.find_tag(id) {
+            if let Ok(Some(tagger)) = obj.decode().and_then(|t| t.tagger()) {
+                let person = Person::from_signature(tagger);
+                tag.date = Some(person.time);
+                tag.author = Some(person);
+            }
+        }
+    }
+    if tag.target_kind == gix::object::Kind::Commit && tag.author.is_none() {
+        if let Ok(commit) = repo.find_commit(target) {
+            if let Ok(decoded) = commit.decode() {
+                tag.author = decoded.author().ok().map(Person::from_signature);
+                tag.date = decoded.committer().ok().and_then(|c| c.time().ok());
+            }
+        }
+    }
+    tag
+}
+
+/// The first line of a commit message.
+pub fn subject_of(message: &gix::bstr::BStr) -> String {
+    let line = message.lines().next().unwrap_or_default();
+    line.to_str_lossy().trim_end().to_string()
+}
