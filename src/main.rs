@@ -51,7 +51,12 @@ struct ServeArgs {
     #[command(flatten)]
     config: ConfigArg,
     /// Address to listen on.
-    #[arg(long, short = 'l', value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    #[arg(
+        long,
+        short = 'l',
+        value_name = "ADDR",
+        default_value = "127.0.0.1:8080"
+    )]
     listen: String,
 }
 
@@ -114,7 +119,10 @@ fn serve(args: ServeArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or(args.listen);
+        let addr = listener
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or(args.listen);
         println!("cgitd serving {repos} repositories ({source}) at http://{addr}/");
         let app = http::App::new(config, path);
         match http::serve(app, listener).await {

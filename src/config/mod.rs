@@ -53,7 +53,11 @@ impl Config {
     pub fn load(path: &Path) -> Result<Config, String> {
         let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let mut parser = parse::Parser::default();
-        parser.parse_text(&String::from_utf8_lossy(&text), &path.display().to_string(), 0);
+        parser.parse_text(
+            &String::from_utf8_lossy(&text),
+            &path.display().to_string(),
+            0,
+        );
         Ok(parser.finish(path.display().to_string()))
     }
 
@@ -88,7 +92,9 @@ impl Config {
     }
 
     pub fn has_errors(&self) -> bool {
-        self.diagnostics.iter().any(|d| d.severity == Severity::Error)
+        self.diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error)
     }
 }
 

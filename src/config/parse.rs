@@ -97,7 +97,10 @@ impl Parser {
             if root.is_dir() {
                 self.scan(&root, None, &[]);
             } else {
-                self.error(location, format!("scan-path {} is not a directory", root.display()));
+                self.error(
+                    location,
+                    format!("scan-path {} is not a directory", root.display()),
+                );
             }
         } else if !self.apply_global(key, value, file) {
             self.warn(location, format!("unknown option '{key}'"));
@@ -127,13 +130,18 @@ impl Parser {
         if self.repos.iter().any(|r| r.url == url) {
             self.warn(location, format!("repository '{url}' defined again"));
         }
-        self.repos.push(new_repo(url, &self.globals.defaults, location));
+        self.repos
+            .push(new_repo(url, &self.globals.defaults, location));
         self.current = Some(self.repos.len() - 1);
     }
 
     /// Adds a repository found by scan-path (or the embedded default) and makes it current.
     pub(super) fn add_scanned_repo(&mut self, git_dir: &Path, url: &str) -> usize {
-        let mut repo = new_repo(url.to_string(), &self.globals.defaults, &git_dir.display().to_string());
+        let mut repo = new_repo(
+            url.to_string(),
+            &self.globals.defaults,
+            &git_dir.display().to_string(),
+        );
         repo.path = git_dir.to_path_buf();
         self.repos.push(repo);
         self.current = Some(self.repos.len() - 1);
@@ -148,11 +156,10 @@ impl Parser {
 
     fn add_found_repo(&mut self, found: super::scan::Found) {
         let mut url = found.rel.clone();
-        if self.globals.remove_suffix {
-            if let Some(stripped) = url.strip_suffix(".git") {
+        if self.globals.remove_suffix
+            && let Some(stripped) = url.strip_suffix(".git") {
                 url = stripped.trim_end_matches('/').to_string();
             }
-        }
         if url.is_empty() {
             return;
         }
@@ -172,11 +179,10 @@ impl Parser {
         if self.repos[i].owner.is_empty() {
             self.repos[i].owner = super::scan::directory_owner(&found.dir).unwrap_or_default();
         }
-        if self.repos[i].desc == NO_DESCRIPTION {
-            if let Some(desc) = super::scan::description(&found.git_dir) {
+        if self.repos[i].desc == NO_DESCRIPTION
+            && let Some(desc) = super::scan::description(&found.git_dir) {
                 self.repos[i].desc = desc;
             }
-        }
         let rc = found.git_dir.join("cgitrc");
         if let Ok(text) = std::fs::read(&rc) {
             let name = rc.display().to_string();
@@ -200,7 +206,10 @@ impl Parser {
         let flag = value.trim().parse::<i64>().map(|n| n != 0).unwrap_or(false);
         match key {
             "url" | "path" if scope == Scope::InRepo => {
-                self.warn(location, format!("'{key}' is not allowed in a repository's cgitrc"));
+                self.warn(
+                    location,
+                    format!("'{key}' is not allowed in a repository's cgitrc"),
+                );
             }
             "path" => repo.path = PathBuf::from(value.trim_end_matches('/')),
             "name" => repo.name = value.to_string(),
@@ -259,7 +268,8 @@ impl Parser {
             }
             _ => {
                 if let Some(path) = key.strip_prefix("module-link.") {
-                    repo.module_links.insert(path.to_string(), value.to_string());
+                    repo.module_links
+                        .insert(path.to_string(), value.to_string());
                 } else {
                     self.warn(location, format!("unknown repository option '{key}'"));
                 }
@@ -292,9 +302,7 @@ impl Parser {
             "logo-link" => d.logo_link = non_empty(value),
             "header" => g.header = non_empty(value).map(|v| resolve_relative(file, &v)),
             "footer" => g.footer = non_empty(value).map(|v| resolve_relative(file, &v)),
-            "head-include" => {
-                g.head_include = non_empty(value).map(|v| resolve_relative(file, &v))
-            }
+            "head-include" => g.head_include = non_empty(value).map(|v| resolve_relative(file, &v)),
             "robots" => g.robots = value.into(),
             "noheader" => g.noheader = flag,
             "embedded" => g.embedded = flag,
@@ -369,7 +377,8 @@ impl Parser {
             "owner-filter" => d.owner_filter = non_empty(value),
             _ => match key.strip_prefix("mimetype.") {
                 Some(ext) if !ext.is_empty() => {
-                    g.mimetypes.insert(ext.to_ascii_lowercase(), value.to_string());
+                    g.mimetypes
+                        .insert(ext.to_ascii_lowercase(), value.to_string());
                 }
                 _ => return false,
             },

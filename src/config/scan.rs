@@ -92,11 +92,10 @@ fn consider(root: &Path, dir: &Path, git_dir: PathBuf, globals: &Globals, found:
     if git_dir.join("noweb").exists() {
         return;
     }
-    if let Some(marker) = &globals.strict_export {
-        if !git_dir.join(marker).exists() {
+    if let Some(marker) = &globals.strict_export
+        && !git_dir.join(marker).exists() {
             return;
         }
-    }
     let rel = dir
         .strip_prefix(root)
         .unwrap_or(dir)

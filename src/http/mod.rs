@@ -146,8 +146,7 @@ fn static_file(site: &Site, path: &str) -> Option<Response> {
 pub async fn serve(app: Arc<App>, listener: tokio::net::TcpListener) -> std::io::Result<()> {
     let reloader = Arc::clone(&app);
     tokio::spawn(async move {
-        let Ok(mut hup) =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         else {
             return;
         };

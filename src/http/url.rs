@@ -91,11 +91,10 @@ fn split_url(config: &Config, url: &gix::bstr::BStr, req: &mut PageRequest) {
         }
     }
     let Some(len) = best else {
-        let prefix = url.trim_end_with(|c| c == '/');
-        if prefix == b"about" {
+        if url.trim_end_with(|c| c == '/') == b"about" {
             req.page = Some("about".into());
-        } else if !prefix.is_empty() {
-            req.prefix = Some(prefix.to_str_lossy().into_owned());
+        } else if !url.is_empty() {
+            req.prefix = Some(url.to_str_lossy().into_owned());
         }
         return;
     };
@@ -142,13 +141,12 @@ pub fn percent_decode(input: &[u8], plus_is_space: bool) -> BString {
     let mut i = 0;
     while i < input.len() {
         let b = input[i];
-        if b == b'%' && i + 2 < input.len() {
-            if let (Some(h), Some(l)) = (hex(input[i + 1]), hex(input[i + 2])) {
+        if b == b'%' && i + 2 < input.len()
+            && let (Some(h), Some(l)) = (hex(input[i + 1]), hex(input[i + 2])) {
                 out.push(h << 4 | l);
                 i += 3;
                 continue;
             }
-        }
         out.push(if plus_is_space && b == b'+' { b' ' } else { b });
         i += 1;
     }
@@ -180,7 +178,10 @@ mod tests {
         let r = get("/foo/bar/log/src/main.rs", None);
         assert_eq!(r.repo.as_deref(), Some("foo/bar"));
         assert_eq!(r.page.as_deref(), Some("log"));
-        assert_eq!(r.path.as_ref().map(|p| p.to_string()), Some("src/main.rs".into()));
+        assert_eq!(
+            r.path.as_ref().map(|p| p.to_string()),
+            Some("src/main.rs".into())
+        );
         let r = get("/foo/tree/", None);
         assert_eq!(r.repo.as_deref(), Some("foo"));
         assert_eq!(r.page.as_deref(), Some("tree"));
@@ -189,7 +190,10 @@ mod tests {
 
     #[test]
     fn spaces_and_plus_in_repo_urls() {
-        assert_eq!(get("/with%20space/", None).repo.as_deref(), Some("with space"));
+        assert_eq!(
+            get("/with%20space/", None).repo.as_deref(),
+            Some("with space")
+        );
         assert_eq!(get("/a+b/refs/", None).repo.as_deref(), Some("a+b"));
     }
 
@@ -210,7 +214,7 @@ mod tests {
     fn ignored_repos_and_prefixes() {
         let r = get("/gone/log/", None);
         assert_eq!(r.repo, None);
-        assert_eq!(r.prefix.as_deref(), Some("gone/log"));
+        assert_eq!(r.prefix.as_deref(), Some("gone/log/"));
         let r = get("/foo%2fx/", None);
         assert_eq!(r.repo.as_deref(), Some("foo"));
     }

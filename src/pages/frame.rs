@@ -63,14 +63,18 @@ impl<'a> Frame<'a> {
             });
         }
         let search_action = match &req.prefix {
-            Some(prefix) => format!("{}{}/", g.virtual_root, escape_path(prefix.as_bytes())),
+            Some(prefix) => format!("{}{}", g.virtual_root, escape_path(prefix.as_bytes())),
             None => g.virtual_root.clone(),
         };
         Frame {
             g,
             title: g.root_title.clone(),
             logo: g.defaults.logo.clone(),
-            logo_link: g.defaults.logo_link.clone().unwrap_or_else(|| g.virtual_root.clone()),
+            logo_link: g
+                .defaults
+                .logo_link
+                .clone()
+                .unwrap_or_else(|| g.virtual_root.clone()),
             extra_head: None,
             vcs_links: Vec::new(),
             repo_name: String::new(),
@@ -126,7 +130,11 @@ impl<'a> Frame<'a> {
             g,
             title: format!("{} - {}", cfg.name, cfg.desc),
             logo: cfg.opts.logo.clone(),
-            logo_link: cfg.opts.logo_link.clone().unwrap_or_else(|| g.virtual_root.clone()),
+            logo_link: cfg
+                .opts
+                .logo_link
+                .clone()
+                .unwrap_or_else(|| g.virtual_root.clone()),
             extra_head: cfg.extra_head_content.clone(),
             vcs_links: clone_urls(ctx),
             repo_name: cfg.name.clone(),

@@ -43,7 +43,11 @@ pub fn render(site: &Site, req: &PageRequest) -> Result<Response, PageError> {
         .repos
         .iter()
         .filter(|r| !r.hide && !r.ignore)
-        .filter(|r| req.prefix.as_ref().is_none_or(|p| r.url.starts_with(p.as_str())))
+        .filter(|r| {
+            req.prefix
+                .as_ref()
+                .is_none_or(|p| r.url.starts_with(p.as_str()))
+        })
         .filter(|r| req.query.q.as_ref().is_none_or(|q| matches_search(r, q)))
         .map(|r| (r, idle_time(r, &g.agefile)))
         .collect();
@@ -53,10 +57,20 @@ pub fn render(site: &Site, req: &PageRequest) -> Result<Response, PageError> {
     let sort = req.query.s.as_deref();
     sort_repos(&mut repos, sort, g);
     let total = repos.len();
-    let per_page = if g.max_repo_count == 0 { total } else { g.max_repo_count };
+    let per_page = if g.max_repo_count == 0 {
+        total
+    } else {
+        g.max_repo_count
+    };
     let ofs = (req.query.ofs.max(0) as usize).min(total.saturating_sub(1));
     let base = frame::Frame::site(site, req, Some("index")).search_action;
-    let q_arg: Vec<(&str, &str)> = req.query.q.as_deref().map(|q| ("q", q)).into_iter().collect();
+    let q_arg: Vec<(&str, &str)> = req
+        .query
+        .q
+        .as_deref()
+        .map(|q| ("q", q))
+        .into_iter()
+        .collect();
     let show_sections = sort.is_none();
     let vroot = &g.virtual_root;
     let mut previous_section: Option<&str> = None;
@@ -67,14 +81,15 @@ pub fn render(site: &Site, req: &PageRequest) -> Result<Response, PageError> {
         .map(|(r, idle)| {
             let href = format!("{vroot}{}/", escape_path(r.url.as_bytes()));
             let section = r.opts.section.as_str();
-            let new_section = show_sections && !section.is_empty() && previous_section != Some(section);
+            let new_section =
+                show_sections && !section.is_empty() && previous_section != Some(section);
             previous_section = Some(section);
             Row {
                 section_header: new_section.then(|| section.to_string()),
                 name: r.name.clone(),
                 desc: truncate(&r.desc, g.max_repodesc_length),
                 owner: r.owner.clone(),
-                owner_href: with_args(vroot, &[("q", &r.owner)]),
+                owner_href: with_args(&base, &[("q", &r.owner)]),
                 idle: idle.map(|t| shared::age(gix::date::Time::new(t, 0), now)),
                 log_href: format!("{href}log/"),
                 tree_href: format!("{href}tree/"),
@@ -105,7 +120,11 @@ pub fn render(site: &Site, req: &PageRequest) -> Result<Response, PageError> {
                     args.push(("s", s));
                 }
                 args.push(("ofs", &page_ofs));
-                (i + 1, with_args(&base, &args), i * per_page == ofs - ofs % per_page)
+                (
+                    i + 1,
+                    with_args(&base, &args),
+                    i * per_page == ofs - ofs % per_page,
+                )
             })
             .collect()
     } else {
@@ -139,7 +158,11 @@ fn truncate(text: &str, max: usize) -> String {
     format!("{cut}...")
 }
 
-fn sort_repos(repos: &mut [(&Arc<RepoConfig>, Option<i64>)], sort: Option<&str>, g: &crate::config::Globals) {
+fn sort_repos(
+    repos: &mut [(&Arc<RepoConfig>, Option<i64>)],
+    sort: Option<&str>,
+    g: &crate::config::Globals,
+) {
     let text = |a: &str, b: &str| {
         if g.case_sensitive_sort {
             a.cmp(b)
@@ -190,13 +213,19 @@ fn idle_time(r: &RepoConfig, agefile: &str) -> Option<i64> {
     {
         return Some(t);
     }
-    let branch = r.defbranch.clone().or_else(|| head_branch(dir)).unwrap_or_else(|| "master".into());
+    let branch = r
+        .defbranch
+        .clone()
+        .or_else(|| head_branch(dir))
+        .unwrap_or_else(|| "master".into());
     mtime(&dir.join("refs/heads").join(branch)).or_else(|| mtime(&dir.join("packed-refs")))
 }
 
 fn head_branch(git_dir: &Path) -> Option<String> {
     let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
-    head.trim().strip_prefix("ref: refs/heads/").map(str::to_string)
+    head.trim()
+        .strip_prefix("ref: refs/heads/")
+        .map(str::to_string)
 }
 
 fn mtime(path: &Path) -> Option<i64> {

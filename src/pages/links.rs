@@ -65,7 +65,10 @@ impl<'a> RepoLinks<'a> {
             url.push_str(&escape_path(path));
         }
         let head = head.filter(|h| *h != self.defbranch);
-        let all = head.map(|h| ("h", h)).into_iter().chain(args.iter().copied());
+        let all = head
+            .map(|h| ("h", h))
+            .into_iter()
+            .chain(args.iter().copied());
         for (i, (name, value)) in all.enumerate() {
             url.push(if i == 0 { '?' } else { '&' });
             url.push_str(name);
@@ -107,7 +110,10 @@ mod tests {
             repo_url: "foo+bar",
             defbranch: "master",
         };
-        assert_eq!(links.page("log", None, Some("master"), &[]), "/foo+bar/log/");
+        assert_eq!(
+            links.page("log", None, Some("master"), &[]),
+            "/foo+bar/log/"
+        );
         assert_eq!(
             links.page("tree", Some(b"a b"), Some("dev"), &[("id", "abc")]),
             "/foo+bar/tree/a%20b?h=dev&id=abc"

@@ -4,6 +4,7 @@
 mod error;
 mod format;
 mod frame;
+pub mod html;
 mod index;
 pub mod links;
 mod refs;
@@ -130,9 +131,27 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
 fn is_known_page(page: &str) -> bool {
     matches!(
         page,
-        "HEAD" | "atom" | "about" | "blame" | "blob" | "commit" | "diff" | "info" | "log"
-            | "ls_cache" | "objects" | "patch" | "plain" | "rawdiff" | "refs" | "repolist"
-            | "snapshot" | "stats" | "summary" | "tag" | "tree"
+        "HEAD"
+            | "atom"
+            | "about"
+            | "blame"
+            | "blob"
+            | "commit"
+            | "diff"
+            | "info"
+            | "log"
+            | "ls_cache"
+            | "objects"
+            | "patch"
+            | "plain"
+            | "rawdiff"
+            | "refs"
+            | "repolist"
+            | "snapshot"
+            | "stats"
+            | "summary"
+            | "tag"
+            | "tree"
     )
 }
 

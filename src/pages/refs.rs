@@ -28,8 +28,16 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let body = Refs {
         show_branches,
         show_tags: show_tags && !ctx.refs.tags.is_empty(),
-        branches: branches.iter().map(|b| shared::branch_row(ctx, b)).collect(),
-        tags: ctx.refs.tags.iter().map(|t| shared::tag_row(ctx, t)).collect(),
+        branches: branches
+            .iter()
+            .map(|b| shared::branch_row(ctx, b))
+            .collect(),
+        tags: ctx
+            .refs
+            .tags
+            .iter()
+            .map(|t| shared::tag_row(ctx, t))
+            .collect(),
     };
     let frame = Frame::repo(ctx, "refs");
     Ok(Response::html(frame::wrap(ctx.site, &frame, &body)))

@@ -63,18 +63,22 @@ pub fn decorations(ctx: &RepoCtx<'_>, id: &ObjectId) -> Vec<DecoLink> {
     let hex = id.to_string();
     labels
         .iter()
-        .filter(|d| d.kind != DecorationKind::Remote || ctx.state.config.opts.enable_remote_branches)
+        .filter(|d| {
+            d.kind != DecorationKind::Remote || ctx.state.config.opts.enable_remote_branches
+        })
         .map(|d| {
             let (class, href) = match d.kind {
                 DecorationKind::Branch => ("branch-deco", l.page("log", None, Some(&d.name), &[])),
                 DecorationKind::Remote => ("remote-deco", l.page("log", None, Some(&d.name), &[])),
-                DecorationKind::AnnotatedTag => {
-                    ("tag-annotated-deco", l.page("tag", None, Some(&d.name), &[]))
-                }
+                DecorationKind::AnnotatedTag => (
+                    "tag-annotated-deco",
+                    l.page("tag", None, Some(&d.name), &[]),
+                ),
                 DecorationKind::Tag => ("tag-deco", l.page("tag", None, Some(&d.name), &[])),
-                DecorationKind::Head | DecorationKind::Other => {
-                    ("deco", l.page("commit", None, None, &[("id", &hex)]))
-                }
+                DecorationKind::Head | DecorationKind::Other => (
+                    "deco",
+                    l.page("commit", None, Some(&ctx.head), &[("id", &hex)]),
+                ),
             };
             DecoLink {
                 class,
@@ -120,7 +124,8 @@ pub fn snapshot_links(ctx: &RepoCtx<'_>, refname: &str) -> Vec<(String, String)>
     } else {
         let version = match refname.strip_prefix(['v', 'V']) {
             Some(rest)
-                if rest.starts_with(|c: char| c.is_ascii_digit()) && ctx.refs.tag(rest).is_none() =>
+                if rest.starts_with(|c: char| c.is_ascii_digit())
+                    && ctx.refs.tag(rest).is_none() =>
             {
                 rest
             }
@@ -187,7 +192,11 @@ pub fn tag_row(ctx: &RepoCtx<'_>, t: &Tag) -> TagRow {
         tag_href: ctx.links().page("tag", None, Some(&t.name), &[]),
         downloads,
         object,
-        author: t.author.as_ref().map(|a| a.name.clone()).unwrap_or_default(),
+        author: t
+            .author
+            .as_ref()
+            .map(|a| a.name.clone())
+            .unwrap_or_default(),
         age: t.date.map(|d| age(d, ctx.now)),
     }
 }
@@ -222,7 +231,10 @@ mod tests {
     fn subjects_truncate_like_cgit() {
         assert_eq!(truncate_subject("", 80), "(no commit message)");
         assert_eq!(truncate_subject("short", 80), "short");
-        assert_eq!(truncate_subject(&"x".repeat(20), 15), format!("{}...", "x".repeat(12)));
+        assert_eq!(
+            truncate_subject(&"x".repeat(20), 15),
+            format!("{}...", "x".repeat(12))
+        );
         assert_eq!(truncate_subject(&"y".repeat(20), 10), "y".repeat(20));
     }
 }

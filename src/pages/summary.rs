@@ -40,7 +40,10 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let (log, more_log) = recent_log(ctx)?;
     let body = Summary {
         empty: refs.branches.is_empty(),
-        branches: branches.iter().map(|b| shared::branch_row(ctx, b)).collect(),
+        branches: branches
+            .iter()
+            .map(|b| shared::branch_row(ctx, b))
+            .collect(),
         more_branches,
         tags: tags.map(|t| shared::tag_row(ctx, t)).collect(),
         more_tags,
@@ -64,7 +67,11 @@ fn recent_log(ctx: &RepoCtx<'_>) -> Result<(Vec<LogRow>, Option<String>), PageEr
         Err(e) => return Err(e.into()),
     };
     let page = git::log::log(ctx.repo, tip, 0, count)?;
-    let rows = page.commits.iter().map(|c| shared::log_row(ctx, c)).collect();
+    let rows = page
+        .commits
+        .iter()
+        .map(|c| shared::log_row(ctx, c))
+        .collect();
     let more = page
         .has_more
         .then(|| ctx.links().page("log", None, Some(&ctx.head), &[]));

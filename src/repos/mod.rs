@@ -4,7 +4,9 @@
 mod refs;
 mod stamp;
 
-pub use refs::{Branch, Decoration, DecorationKind, Person, RefEntry, RefSnapshot, Tag, subject_of};
+pub use refs::{
+    Branch, Decoration, DecorationKind, Person, RefEntry, RefSnapshot, Tag, subject_of,
+};
 
 use crate::config::{Config, RepoConfig};
 use std::collections::HashMap;
@@ -114,8 +116,12 @@ impl GitRepo {
         self.opened
             .get_or_init(|| {
                 let options = gix::open::Options::isolated().open_path_as_is(true);
-                gix::ThreadSafeRepository::open_opts(&self.path, options)
-                    .map_err(|e| RepoError(format!("Not a git repository: '{}' ({e})", self.path.display())))
+                gix::ThreadSafeRepository::open_opts(&self.path, options).map_err(|e| {
+                    RepoError(format!(
+                        "Not a git repository: '{}' ({e})",
+                        self.path.display()
+                    ))
+                })
             })
             .as_ref()
             .map_err(Clone::clone)

@@ -76,6 +76,8 @@ pub struct Decoration {
     pub kind: DecorationKind,
     /// Prettified name (`refs/heads/` and the like stripped).
     pub name: String,
+    /// The full ref name, for git's decoration order.
+    full: String,
 }
 
 /// All ref-derived data of a repository at one moment.
@@ -130,17 +132,32 @@ impl RefSnapshot {
             snap.add(repo, &full, id, peeled.unwrap_or(id));
         }
         if let Ok(head) = repo.head_id() {
-            snap.decorate(head.detach(), DecorationKind::Head, "HEAD".into());
+            snap.decorate(head.detach(), DecorationKind::Head, "HEAD", "HEAD");
         }
         snap.all.sort_by(|a, b| a.name.cmp(&b.name));
-        snap.branches.sort_by(|a, b| b.committer_time.seconds.cmp(&a.committer_time.seconds).then(a.name.cmp(&b.name)));
-        snap.remotes.sort_by(|a, b| b.committer_time.seconds.cmp(&a.committer_time.seconds).then(a.name.cmp(&b.name)));
+        snap.branches.sort_by(|a, b| {
+            b.committer_time
+                .seconds
+                .cmp(&a.committer_time.seconds)
+                .then(a.name.cmp(&b.name))
+        });
+        snap.remotes.sort_by(|a, b| {
+            b.committer_time
+                .seconds
+                .cmp(&a.committer_time.seconds)
+                .then(a.name.cmp(&b.name))
+        });
         snap.tags.sort_by(|a, b| {
             let (da, db) = (a.date.map(|t| t.seconds), b.date.map(|t| t.seconds));
             db.cmp(&da).then(a.name.cmp(&b.name))
         });
+        // git's order: HEAD first, then refs by full name, last first.
         for labels in snap.decorations.values_mut() {
-            labels.sort_by(|a, b| a.kind.cmp(&b.kind).then(a.name.cmp(&b.name)));
+            labels.sort_by(|a, b| {
+                (b.kind == DecorationKind::Head)
+                    .cmp(&(a.kind == DecorationKind::Head))
+                    .then(b.full.cmp(&a.full))
+            });
         }
         snap.defbranch = defbranch
             .map(str::to_string)
@@ -154,12 +171,12 @@ impl RefSnapshot {
             if let Some(branch) = read_branch(repo, name, id) {
                 self.branches.push(branch);
             }
-            self.decorate(target, DecorationKind::Branch, name.into());
+            self.decorate(target, DecorationKind::Branch, name, full);
         } else if let Some(name) = full.strip_prefix("refs/remotes/") {
             if let Some(branch) = read_branch(repo, name, id) {
                 self.remotes.push(branch);
             }
-            self.decorate(target, DecorationKind::Remote, name.into());
+            self.decorate(target, DecorationKind::Remote, name, full);
         } else if let Some(name) = full.strip_prefix("refs/tags/") {
             let tag = read_tag(repo, name, id, target);
             let kind = if tag.annotated {
@@ -167,19 +184,20 @@ impl RefSnapshot {
             } else {
                 DecorationKind::Tag
             };
-            self.decorate(target, kind, name.into());
+            self.decorate(target, kind, name, full);
             self.tags.push(tag);
         } else {
             let name = full.strip_prefix("refs/").unwrap_or(full);
-            self.decorate(target, DecorationKind::Other, name.into());
+            self.decorate(target, DecorationKind::Other, name, full);
         }
     }
 
-    fn decorate(&mut self, id: ObjectId, kind: DecorationKind, name: String) {
-        self.decorations
-            .entry(id)
-            .or_default()
-            .push(Decoration { kind, name });
+    fn decorate(&mut self, id: ObjectId, kind: DecorationKind, name: &str, full: &str) {
+        self.decorations.entry(id).or_default().push(Decoration {
+            kind,
+            name: name.to_string(),
+            full: full.to_string(),
+        });
     }
 
     /// Whether `name` is a local branch.
@@ -234,23 +252,19 @@ fn read_tag(repo: &gix::Repository, name: &str, id: ObjectId, target: ObjectId) 
         author: None,
         date: None,
     };
-    if tag.annotated {
-        if let Ok(obj) = repo.find_tag(id) {
-            if let Ok(Some(tagger)) = obj.decode().and_then(|t| t.tagger()) {
+    if tag.annotated
+        && let Ok(obj) = repo.find_tag(id)
+            && let Ok(Some(tagger)) = obj.decode().and_then(|t| t.tagger()) {
                 let person = Person::from_signature(tagger);
                 tag.date = Some(person.time);
                 tag.author = Some(person);
             }
-        }
-    }
-    if tag.target_kind == gix::object::Kind::Commit && tag.author.is_none() {
-        if let Ok(commit) = repo.find_commit(target) {
-            if let Ok(decoded) = commit.decode() {
+    if tag.target_kind == gix::object::Kind::Commit && tag.author.is_none()
+        && let Ok(commit) = repo.find_commit(target)
+            && let Ok(decoded) = commit.decode() {
                 tag.author = decoded.author().ok().map(Person::from_signature);
                 tag.date = decoded.committer().ok().and_then(|c| c.time().ok());
             }
-        }
-    }
     tag
 }
 

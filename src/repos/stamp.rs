@@ -18,7 +18,10 @@ impl RefStamp {
     /// repository is gone.
     pub(super) fn read(git_dir: &Path) -> Result<RefStamp, RepoError> {
         let head = fs::metadata(git_dir.join("HEAD")).map_err(|e| {
-            RepoError(format!("Failed to open repository '{}': {e}", git_dir.display()))
+            RepoError(format!(
+                "Failed to open repository '{}': {e}",
+                git_dir.display()
+            ))
         })?;
         let mut entries = vec![key(&head)];
         entries.push(fs::metadata(git_dir.join("packed-refs")).map_or((0, 0, 0, 0), |m| key(&m)));
