@@ -121,7 +121,7 @@ impl<'a> Frame<'a> {
             tab("stats", l.page("stats", path, head, &[]));
         }
         let mut search_hidden = Vec::new();
-        if ctx.head != ctx.refs.defbranch {
+        if ctx.head != ctx.defbranch {
             search_hidden.push(("h", ctx.head.clone()));
         }
         let mut branches: Vec<String> = ctx.refs.branches.iter().map(|b| b.name.clone()).collect();
@@ -179,7 +179,7 @@ pub fn clone_urls(ctx: &RepoCtx<'_>) -> Vec<String> {
                 "CGIT_REPO_NAME" => cfg.name.clone(),
                 "CGIT_REPO_PATH" => cfg.path.display().to_string(),
                 "CGIT_REPO_OWNER" => cfg.owner.clone(),
-                "CGIT_REPO_DEFBRANCH" => ctx.refs.defbranch.clone(),
+                "CGIT_REPO_DEFBRANCH" => ctx.defbranch.clone(),
                 "CGIT_REPO_SECTION" => cfg.opts.section.clone(),
                 "HTTP_HOST" => ctx.req.host.clone().unwrap_or_default(),
                 _ => return std::env::var(name).ok(),

@@ -49,7 +49,10 @@ pub fn render(site: &Site, req: &PageRequest) -> Result<Response, PageError> {
                 .is_none_or(|p| r.url.starts_with(p.as_str()))
         })
         .filter(|r| req.query.q.as_ref().is_none_or(|q| matches_search(r, q)))
-        .map(|r| (r, idle_time(r, &g.agefile)))
+        .map(|r| {
+            let git_dir = site.repos.get(&r.url).map(|s| s.git_dir());
+            (r, git_dir.and_then(|dir| idle_time(r, dir, &g.agefile)))
+        })
         .collect();
     if repos.is_empty() {
         return Err(PageError::NotFound("No repositories found".into()));
@@ -205,8 +208,7 @@ fn sort_repos(
 
 /// When the repository last changed: the agefile's date, else the mtime of the default
 /// branch's loose ref, else of packed-refs.
-fn idle_time(r: &RepoConfig, agefile: &str) -> Option<i64> {
-    let dir = r.path.as_path();
+fn idle_time(r: &RepoConfig, dir: &Path, agefile: &str) -> Option<i64> {
     if let Some(t) = std::fs::read_to_string(dir.join(agefile))
         .ok()
         .and_then(|text| parse_agefile(text.lines().next()?))

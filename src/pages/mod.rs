@@ -65,6 +65,8 @@ pub struct RepoCtx<'a> {
     pub req: &'a PageRequest,
     /// The branch or revision the page is about (`h`, else the default branch).
     pub head: String,
+    /// The repository's default branch (links omit `h` when it equals this).
+    pub defbranch: String,
     pub now: i64,
 }
 
@@ -73,7 +75,7 @@ impl RepoCtx<'_> {
         links::RepoLinks {
             vroot: &self.site.config.globals.virtual_root,
             repo_url: &self.state.config.url,
-            defbranch: &self.refs.defbranch,
+            defbranch: &self.defbranch,
         }
     }
 }
@@ -106,7 +108,8 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
     state
         .with_repo(|repo| {
             let refs = state.refs(repo).map_err(PageError::from)?;
-            let head = resolve_head(repo, &refs, req)?;
+            let defbranch = state.defbranch(&refs);
+            let head = resolve_head(repo, &refs, &defbranch, req)?;
             let ctx = RepoCtx {
                 site,
                 state,
@@ -114,6 +117,7 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
                 refs,
                 req,
                 head,
+                defbranch,
                 now: format::now(),
             };
             match page {
@@ -160,6 +164,7 @@ fn is_known_page(page: &str) -> bool {
 fn resolve_head(
     repo: &gix::Repository,
     refs: &RefSnapshot,
+    defbranch: &str,
     req: &PageRequest,
 ) -> Result<String, PageError> {
     match &req.query.h {
@@ -170,9 +175,7 @@ fn resolve_head(
                 Err(PageError::NotFound(format!("Invalid branch: {h}")))
             }
         }
-        None if refs.has_branch(&refs.defbranch) || refs.branches.is_empty() => {
-            Ok(refs.defbranch.clone())
-        }
+        None if refs.has_branch(defbranch) || refs.branches.is_empty() => Ok(defbranch.to_string()),
         None => {
             let mut names: Vec<&str> = refs.branches.iter().map(|b| b.name.as_str()).collect();
             names.sort();

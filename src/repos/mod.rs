@@ -40,18 +40,20 @@ impl Repos {
     /// Builds the registry for `config`, keeping the open git state of `previous` for
     /// repositories whose path did not change.
     pub fn new(config: &Config, previous: Option<&Repos>) -> Repos {
-        let mut by_path: HashMap<&Path, &Arc<GitRepo>> = HashMap::new();
+        let mut by_path: HashMap<PathBuf, Arc<GitRepo>> = HashMap::new();
         if let Some(prev) = previous {
             for state in prev.by_url.values() {
-                by_path.insert(&state.git.path, &state.git);
+                by_path.insert(state.git.path.clone(), Arc::clone(&state.git));
             }
         }
         let mut by_url = HashMap::new();
         for cfg in config.repos.iter().filter(|r| !r.ignore) {
-            let git = by_path
-                .get(cfg.path.as_path())
-                .map(|g| Arc::clone(g))
-                .unwrap_or_else(|| Arc::new(GitRepo::new(cfg.path.clone())));
+            let git_dir = git_dir_of(&cfg.path);
+            let git = Arc::clone(
+                by_path
+                    .entry(git_dir.clone())
+                    .or_insert_with(|| Arc::new(GitRepo::new(git_dir))),
+            );
             let state = RepoState {
                 config: Arc::clone(cfg),
                 git,
@@ -80,11 +82,30 @@ impl RepoState {
 
     /// The current ref snapshot, rebuilt when the refs changed on disk.
     pub fn refs(&self, repo: &gix::Repository) -> Result<Arc<RefSnapshot>, RepoError> {
-        self.git.refs(repo, self.config.defbranch.as_deref())
+        self.git.refs(repo)
+    }
+
+    /// cgit's default branch: `repo.defbranch`, else the branch HEAD points to, else `master`.
+    pub fn defbranch(&self, refs: &RefSnapshot) -> String {
+        self.config
+            .defbranch
+            .clone()
+            .or_else(|| refs.head_branch.clone())
+            .unwrap_or_else(|| "master".into())
     }
 
     pub fn git_dir(&self) -> &Path {
         &self.git.path
+    }
+}
+
+/// The git directory of a configured path: the path itself, or a work tree's `.git`.
+fn git_dir_of(path: &Path) -> PathBuf {
+    let dot_git = path.join(".git");
+    if !path.join("HEAD").is_file() && dot_git.join("HEAD").is_file() {
+        dot_git
+    } else {
+        path.to_path_buf()
     }
 }
 
@@ -145,11 +166,7 @@ impl GitRepo {
         Ok(result)
     }
 
-    fn refs(
-        &self,
-        repo: &gix::Repository,
-        defbranch: Option<&str>,
-    ) -> Result<Arc<RefSnapshot>, RepoError> {
+    fn refs(&self, repo: &gix::Repository) -> Result<Arc<RefSnapshot>, RepoError> {
         let mut cached = self.refs.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = cached.as_mut() {
             if c.checked.elapsed() < REF_CHECK_INTERVAL {
@@ -162,7 +179,7 @@ impl GitRepo {
             }
         }
         let stamp = stamp::RefStamp::read(&self.path)?;
-        let snapshot = Arc::new(RefSnapshot::build(repo, defbranch, stamp.version())?);
+        let snapshot = Arc::new(RefSnapshot::build(repo, stamp.version())?);
         *cached = Some(CachedRefs {
             snapshot: Arc::clone(&snapshot),
             stamp,

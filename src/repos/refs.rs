@@ -87,8 +87,6 @@ pub struct RefSnapshot {
     pub version: u64,
     /// The branch HEAD points to, when it is one.
     pub head_branch: Option<String>,
-    /// The configured or HEAD-derived default branch (cgit's defbranch).
-    pub defbranch: String,
     /// Local branches, newest commit first.
     pub branches: Vec<Branch>,
     /// Remote-tracking branches, newest commit first.
@@ -101,11 +99,7 @@ pub struct RefSnapshot {
 }
 
 impl RefSnapshot {
-    pub fn build(
-        repo: &gix::Repository,
-        defbranch: Option<&str>,
-        version: u64,
-    ) -> Result<RefSnapshot, RepoError> {
+    pub fn build(repo: &gix::Repository, version: u64) -> Result<RefSnapshot, RepoError> {
         let err = |e: &dyn std::fmt::Display| RepoError(format!("reading refs: {e}"));
         let mut snap = RefSnapshot {
             version,
@@ -159,10 +153,6 @@ impl RefSnapshot {
                     .then(b.full.cmp(&a.full))
             });
         }
-        snap.defbranch = defbranch
-            .map(str::to_string)
-            .or_else(|| snap.head_branch.clone())
-            .unwrap_or_else(|| "master".into());
         Ok(snap)
     }
 
@@ -254,17 +244,20 @@ fn read_tag(repo: &gix::Repository, name: &str, id: ObjectId, target: ObjectId) 
     };
     if tag.annotated
         && let Ok(obj) = repo.find_tag(id)
-            && let Ok(Some(tagger)) = obj.decode().and_then(|t| t.tagger()) {
-                let person = Person::from_signature(tagger);
-                tag.date = Some(person.time);
-                tag.author = Some(person);
-            }
-    if tag.target_kind == gix::object::Kind::Commit && tag.author.is_none()
+        && let Ok(Some(tagger)) = obj.decode().and_then(|t| t.tagger())
+    {
+        let person = Person::from_signature(tagger);
+        tag.date = Some(person.time);
+        tag.author = Some(person);
+    }
+    if tag.target_kind == gix::object::Kind::Commit
+        && tag.author.is_none()
         && let Ok(commit) = repo.find_commit(target)
-            && let Ok(decoded) = commit.decode() {
-                tag.author = decoded.author().ok().map(Person::from_signature);
-                tag.date = decoded.committer().ok().and_then(|c| c.time().ok());
-            }
+        && let Ok(decoded) = commit.decode()
+    {
+        tag.author = decoded.author().ok().map(Person::from_signature);
+        tag.date = decoded.committer().ok().and_then(|c| c.time().ok());
+    }
     tag
 }
 

@@ -1,0 +1,99 @@
+//! The command line: check-config, render, and configuration reload on SIGHUP.
+
+mod common;
+
+use common::*;
+use std::process::Command;
+
+fn cgitd(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_cgitd"))
+        .args(args)
+        .env_remove("CGIT_CONFIG")
+        .output()
+        .unwrap()
+}
+
+fn one_repo_site(tag: &str) -> (TempDir, std::path::PathBuf) {
+    let dir = TempDir::new(tag);
+    let repo = dir.path().join("r");
+    init_repo(&repo);
+    write(&repo, "f", "x\n");
+    commit_all(&repo, "only commit", "2024-01-01T00:00:00+00:00");
+    let rc = dir.path().join("cgitrc");
+    std::fs::write(
+        &rc,
+        format!(
+            "include=extra.rc\nrepo.url=r\nrepo.path={}\nbogus-key=1\n",
+            repo.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("extra.rc"), "root-title=Included title\n").unwrap();
+    (dir, rc)
+}
+
+#[test]
+fn check_config_lists_repositories_and_warnings() {
+    let (_dir, rc) = one_repo_site("check");
+    let out = cgitd(&["check-config", rc.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("repo r"));
+    assert!(text.contains(&format!(
+        "{}:4: warning: unknown option 'bogus-key'",
+        rc.display()
+    )));
+    std::fs::write(&rc, "repo.url=nopath\n").unwrap();
+    let out = cgitd(&["check-config", rc.to_str().unwrap()]);
+    assert!(
+        !out.status.success(),
+        "a repository without path is an error"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("has no repo.path"));
+    let out = cgitd(&["check-config", "/nonexistent/cgitrc"]);
+    assert!(!out.status.success());
+}
+
+#[test]
+fn render_prints_one_response() {
+    let (_dir, rc) = one_repo_site("render");
+    let out = cgitd(&["render", "/r/", "--config", rc.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(text.starts_with("Status: 200\nContent-Type: text/html; charset=UTF-8\n"));
+    assert!(text.contains("only commit"));
+    assert!(text.contains("<title>r - [no description]</title>"));
+    let out = cgitd(&["render", "/missing/", "--config", rc.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("Status: 404"));
+}
+
+#[test]
+fn sighup_reloads_the_configuration() {
+    let (_dir, rc) = one_repo_site("reload");
+    let server = Server::start(&rc);
+    assert!(server.get("/").text().contains("Included title"));
+    let text = std::fs::read_to_string(&rc).unwrap();
+    std::fs::write(&rc, text.replace("repo.url=r\n", "repo.url=renamed\n")).unwrap();
+    Command::new("kill")
+        .args(["-HUP", &server.pid().to_string()])
+        .status()
+        .unwrap();
+    let mut reloaded = false;
+    for _ in 0..50 {
+        if server.get("/renamed/").status == 200 {
+            reloaded = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(reloaded, "the renamed repository appears after SIGHUP");
+    assert_eq!(server.get("/r/").status, 404);
+    // A broken file keeps the old configuration.
+    std::fs::remove_file(&rc).unwrap();
+    Command::new("kill")
+        .args(["-HUP", &server.pid().to_string()])
+        .status()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(server.get("/renamed/").status, 200);
+}
