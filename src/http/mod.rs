@@ -93,6 +93,11 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         }
     };
     req.host = host;
+    req.if_none_match = request
+        .headers()
+        .get(header::IF_NONE_MATCH)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_string);
     let Ok(_permit) = app.permits.acquire().await else {
         return (StatusCode::SERVICE_UNAVAILABLE, "Shutting down\n").into_response();
     };

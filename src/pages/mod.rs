@@ -11,6 +11,7 @@ mod refs;
 mod request;
 mod shared;
 mod summary;
+mod validators;
 
 pub use error::PageError;
 pub use request::{PageRequest, Query};
@@ -46,6 +47,16 @@ impl Response {
         }
     }
 
+    /// 304 Not Modified for a matching validator.
+    pub fn not_modified(etag: String) -> Response {
+        Response {
+            status: 304,
+            content_type: String::new(),
+            headers: vec![("ETag", etag)],
+            body: Vec::new(),
+        }
+    }
+
     pub fn redirect(status: u16, location: String) -> Response {
         Response {
             status,
@@ -71,6 +82,15 @@ pub struct RepoCtx<'a> {
 }
 
 impl RepoCtx<'_> {
+    /// The commit `head` names: a branch tip from the ref snapshot (so a page is consistent with
+    /// its validator), else the revision resolved in the repository.
+    pub fn head_commit(&self) -> Result<gix::ObjectId, crate::git::GitError> {
+        match self.refs.branches.iter().find(|b| b.name == self.head) {
+            Some(branch) => Ok(branch.id),
+            None => crate::git::rev::resolve_commit(self.repo, &self.head),
+        }
+    }
+
     pub fn links(&self) -> links::RepoLinks<'_> {
         links::RepoLinks {
             vroot: &self.site.config.globals.virtual_root,
@@ -83,10 +103,33 @@ impl RepoCtx<'_> {
 /// Renders the page a request asks for; errors become cgit-style error pages.
 pub fn render(site: &Site, req: &PageRequest) -> Response {
     let result = match &req.repo {
-        None => render_site_page(site, req),
+        None => render_site_page(site, req).map(|r| with_body_etag(site, req, r)),
         Some(url) => render_repo_page(site, req, url),
     };
-    result.unwrap_or_else(|e| error::page(site, req, &e))
+    match result {
+        Ok(mut response) => {
+            if matches!(response.status, 200 | 304) {
+                let cc = validators::cache_control(&site.config.globals, req);
+                response.headers.push(("Cache-Control", cc));
+            }
+            response
+        }
+        Err(e) => error::page(site, req, &e),
+    }
+}
+
+/// Site pages are validated by their body; a match still saves the transfer.
+fn with_body_etag(site: &Site, req: &PageRequest, response: Response) -> Response {
+    if response.status != 200 {
+        return response;
+    }
+    let etag = validators::body_etag(site, &response.body);
+    if validators::matches(req.if_none_match.as_deref(), &etag) {
+        return Response::not_modified(etag);
+    }
+    let mut response = response;
+    response.headers.push(("ETag", etag));
+    response
 }
 
 fn render_site_page(site: &Site, req: &PageRequest) -> Result<Response, PageError> {
@@ -108,6 +151,10 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
     state
         .with_repo(|repo| {
             let refs = state.refs(repo).map_err(PageError::from)?;
+            let etag = validators::repo_etag(site, req, refs.version);
+            if validators::matches(req.if_none_match.as_deref(), &etag) {
+                return Ok(Response::not_modified(etag));
+            }
             let defbranch = state.defbranch(&refs);
             let head = resolve_head(repo, &refs, &defbranch, req)?;
             let ctx = RepoCtx {
@@ -120,13 +167,17 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
                 defbranch,
                 now: format::now(),
             };
-            match page {
+            let mut response = match page {
                 "summary" => summary::render(&ctx),
                 "refs" => refs::render(&ctx),
                 _ => Err(PageError::NotFound(format!(
                     "The '{page}' page is not available in this version of cgitd"
                 ))),
+            }?;
+            if response.status == 200 && !response.headers.iter().any(|(n, _)| *n == "ETag") {
+                response.headers.push(("ETag", etag));
             }
+            Ok(response)
         })
         .map_err(PageError::from)?
 }

@@ -39,4 +39,6 @@ pub struct PageRequest {
     pub host: Option<String>,
     /// The request target as received (path and query), for self links.
     pub target: String,
+    /// The `If-None-Match` header, for conditional requests.
+    pub if_none_match: Option<String>,
 }

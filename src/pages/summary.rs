@@ -61,7 +61,7 @@ fn recent_log(ctx: &RepoCtx<'_>) -> Result<(Vec<LogRow>, Option<String>), PageEr
     if count == 0 || ctx.refs.branches.is_empty() {
         return Ok((Vec::new(), None));
     }
-    let tip = match git::rev::resolve_commit(ctx.repo, &ctx.head) {
+    let tip = match ctx.head_commit() {
         Ok(tip) => tip,
         Err(GitError::NotFound(_)) => return Ok((Vec::new(), None)),
         Err(e) => return Err(e.into()),

@@ -1,0 +1,194 @@
+//! HTTP caching and freshness: ETag/304, immutable only for full ids, compression, and refs
+//! changes (push, new tag, branch deletion, gc, repack, pack-refs) visible on the next request.
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+
+fn site(tag: &str) -> (TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let dir = TempDir::new(tag);
+    let work = dir.path().join("work");
+    init_repo(&work);
+    for i in 0..3 {
+        write(&work, &format!("file{i}.txt"), format!("{i}\n").repeat(200));
+        commit_all(
+            &work,
+            &format!("commit {i}"),
+            &format!("2024-01-0{}T00:00:00+00:00", i + 1),
+        );
+    }
+    git(dir.path(), &["clone", "-q", "--bare", "work", "served.git"]);
+    let served = dir.path().join("served.git");
+    let rc = dir.path().join("cgitrc");
+    std::fs::write(&rc, format!("repo.url=r\nrepo.path={}\n", served.display())).unwrap();
+    (dir, rc, work)
+}
+
+/// Polls `url` until `pred` holds, for up to two seconds.
+fn eventually(server: &Server, url: &str, pred: impl Fn(&Response) -> bool) -> bool {
+    for _ in 0..40 {
+        if pred(&server.get(url)) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+#[test]
+fn etag_and_conditional_requests() {
+    let (_dir, rc, _work) = site("etag");
+    let server = Server::start(&rc);
+    let first = server.get("/r/");
+    let etag = first
+        .header("etag")
+        .expect("summary has an ETag")
+        .to_string();
+    assert!(etag.starts_with("W/\""));
+    let again = server.request("GET", "/r/", &[("If-None-Match", &etag)]);
+    assert_eq!(again.status, 304);
+    assert!(again.body.is_empty());
+    let other = server.request("GET", "/r/refs/", &[("If-None-Match", &etag)]);
+    assert_eq!(other.status, 200, "another page has another validator");
+    let index = server.get("/");
+    let index_etag = index.header("etag").unwrap().to_string();
+    assert_eq!(
+        server
+            .request("GET", "/", &[("If-None-Match", &index_etag)])
+            .status,
+        304
+    );
+    assert!(
+        server.get("/nope/").header("etag").is_none(),
+        "errors carry no ETag"
+    );
+}
+
+#[test]
+fn immutable_only_when_every_revision_is_a_full_id() {
+    let (_dir, rc, work) = site("immutable");
+    let server = Server::start(&rc);
+    let head = git(&work, &["rev-parse", "HEAD"]).trim().to_string();
+    let cc = |url: &str| {
+        server
+            .get(url)
+            .header("cache-control")
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(
+        cc(&format!("/r/refs/?id={head}")),
+        "public, max-age=31536000, immutable"
+    );
+    assert_eq!(cc("/r/refs/?id=main"), "public, max-age=300");
+    assert_eq!(
+        cc(&format!("/r/refs/?id={}", &head[..12])),
+        "public, max-age=300"
+    );
+    assert_eq!(cc("/r/"), "public, max-age=300");
+    assert!(!cc("/nope/").contains("immutable"));
+}
+
+#[test]
+fn compression_and_head_requests() {
+    let (_dir, rc, _work) = site("gzip");
+    let server = Server::start(&rc);
+    let plain = server.get("/r/");
+    let gz = server.request("GET", "/r/", &[("Accept-Encoding", "gzip")]);
+    assert_eq!(gz.header("content-encoding"), Some("gzip"));
+    assert!(
+        gz.header("vary")
+            .unwrap_or("")
+            .to_ascii_lowercase()
+            .contains("accept-encoding")
+    );
+    assert!(gz.body.len() < plain.body.len());
+    let head = server.request("HEAD", "/r/", &[]);
+    assert_eq!(head.status, 200);
+    assert!(head.body.is_empty());
+    assert!(head.header("etag").is_some());
+}
+
+#[test]
+fn pushes_show_up_on_the_next_request() {
+    let (dir, rc, work) = site("fresh");
+    let server = Server::start(&rc);
+    let before = server.get("/r/");
+    let etag = before.header("etag").unwrap().to_string();
+    assert!(!before.text().contains("pushed commit"));
+    write(&work, "new.txt", "new\n");
+    commit_all(&work, "pushed commit", "2024-02-01T00:00:00+00:00");
+    git(
+        &work,
+        &[
+            "push",
+            "-q",
+            dir.path().join("served.git").to_str().unwrap(),
+            "main",
+        ],
+    );
+    assert!(
+        eventually(&server, "/r/", |r| r.text().contains("pushed commit")),
+        "push visible"
+    );
+    let after = server.request("GET", "/r/", &[("If-None-Match", &etag)]);
+    assert_eq!(after.status, 200, "the old validator no longer matches");
+    assert!(after.text().contains("pushed commit"));
+    // new tag, new branch, branch deletion
+    let served = dir.path().join("served.git");
+    git(&served, &["tag", "-a", "v9.9", "-m", "nine", "main"]);
+    git(&served, &["branch", "topic", "main~1"]);
+    assert!(eventually(&server, "/r/refs/", |r| r
+        .text()
+        .contains("v9.9")
+        && r.text().contains("?h=topic")));
+    git(&served, &["branch", "-D", "topic"]);
+    assert!(eventually(&server, "/r/refs/", |r| !r
+        .text()
+        .contains("?h=topic")));
+    assert!(eventually(&server, "/r/", |r| r
+        .text()
+        .contains("tag-annotated-deco")));
+}
+
+#[test]
+fn gc_repack_and_pack_refs_while_serving_cause_no_errors() {
+    let (dir, rc, work) = site("gc");
+    let served = dir.path().join("served.git");
+    let server = Server::start(&rc);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let addr = server.addr.clone();
+    let poller = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut statuses = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                for url in ["/r/", "/r/refs/", "/"] {
+                    statuses.push((url, request(&addr, "GET", url, &[]).status));
+                }
+            }
+            statuses
+        })
+    };
+    for round in 0..3 {
+        write(&work, "churn.txt", format!("{round}\n"));
+        commit_all(
+            &work,
+            &format!("churn {round}"),
+            "2024-03-01T00:00:00+00:00",
+        );
+        git(&work, &["push", "-q", served.to_str().unwrap(), "main"]);
+        git(&served, &["tag", &format!("t{round}")]);
+        git(&served, &["pack-refs", "--all"]);
+        git(&served, &["repack", "-adq"]);
+        git(&served, &["gc", "-q", "--prune=now"]);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let statuses = poller.join().unwrap();
+    assert!(statuses.len() > 10, "the poller made requests");
+    let bad: Vec<_> = statuses.iter().filter(|(_, s)| *s != 200).collect();
+    assert!(bad.is_empty(), "errors while gc ran: {bad:?}");
+    assert!(server.get("/r/").text().contains("churn 2"));
+}
