@@ -1,5 +1,6 @@
 //! cgitd: a resident, cgit-compatible git web frontend.
 
+pub mod cache;
 pub mod config;
 pub mod git;
 pub mod http;

@@ -188,12 +188,7 @@ fn render(url: &str, arg: &ConfigArg) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let repos = cgitd::repos::Repos::new(&config, None);
-    let site = pages::Site {
-        config: std::sync::Arc::new(config),
-        repos: std::sync::Arc::new(repos),
-        generation: 0,
-    };
+    let site = pages::Site::new(config);
     let (path, query) = match url.split_once('?') {
         Some((p, q)) => (p, Some(q)),
         None => (url, None),

@@ -192,3 +192,30 @@ fn gc_repack_and_pack_refs_while_serving_cause_no_errors() {
     assert!(bad.is_empty(), "errors while gc ran: {bad:?}");
     assert!(server.get("/r/").text().contains("churn 2"));
 }
+
+#[test]
+fn metrics_endpoint_counts_requests_and_rebuilds() {
+    let (_dir, rc, _work) = site("metrics");
+    let mut text = std::fs::read_to_string(&rc).unwrap();
+    text.insert_str(0, "metrics-path=/metrics\n");
+    std::fs::write(&rc, text).unwrap();
+    let server = Server::start(&rc);
+    server.get("/r/");
+    server.get("/r/refs/");
+    server.get("/nope/");
+    let metrics = server.get("/metrics");
+    assert_eq!(metrics.status, 200);
+    let m = metrics.text();
+    assert!(
+        m.contains("cgitd_requests_total{page=\"summary\",status=\"200\"} 1"),
+        "{m}"
+    );
+    assert!(
+        m.contains("cgitd_requests_total{page=\"repolist\",status=\"404\"} 1"),
+        "{m}"
+    );
+    assert!(m.contains("cgitd_ref_snapshot_rebuilds_total 1"), "{m}");
+    assert!(m.contains("cgitd_request_duration_seconds_bucket"));
+    assert!(m.contains("cgitd_fragment_cache_hits_total"));
+    assert!(m.contains("cgitd_blocking_queue_depth"));
+}

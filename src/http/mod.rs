@@ -1,6 +1,8 @@
 //! The HTTP server: axum router, static files, the bounded blocking pool for git work, and
 //! configuration reloads.
 
+mod admission;
+mod metrics;
 pub mod url;
 
 use crate::config::Config;
@@ -17,23 +19,25 @@ use tower_http::compression::CompressionLayer;
 /// Git work running at once; more requests wait for a permit.
 const BLOCKING_PERMITS: usize = 16;
 
-/// Shared server state: the current site (swapped on reload) and the blocking-pool permits.
+/// Shared server state: the current site (swapped on reload), the blocking-pool permits,
+/// admission control and metrics.
 pub struct App {
     site: RwLock<Arc<Site>>,
     permits: Semaphore,
+    admission: admission::Admission,
+    metrics: metrics::Metrics,
     config_path: Option<std::path::PathBuf>,
 }
 
 impl App {
     pub fn new(config: Config, config_path: Option<std::path::PathBuf>) -> Arc<App> {
-        let repos = Repos::new(&config, None);
+        let site = Site::new(config);
+        let metrics = metrics::Metrics::new(&site.fragments.stats, &site.repos.snapshot_rebuilds);
         Arc::new(App {
-            site: RwLock::new(Arc::new(Site {
-                config: Arc::new(config),
-                repos: Arc::new(repos),
-                generation: 0,
-            })),
+            site: RwLock::new(Arc::new(site)),
             permits: Semaphore::new(BLOCKING_PERMITS),
+            admission: admission::Admission::default(),
+            metrics,
             config_path,
         })
     }
@@ -57,6 +61,7 @@ impl App {
             config: Arc::new(config),
             repos: Arc::new(repos),
             generation: old.generation + 1,
+            fragments: Arc::clone(&old.fragments),
         };
         *self.site.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(site);
         Ok(())
@@ -81,6 +86,15 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     if let Some(response) = static_file(&site, uri.path()) {
         return response;
     }
+    if site.config.globals.metrics_path.as_deref() == Some(uri.path()) {
+        let mut response = Response::new(Body::from(app.metrics.render()));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4"),
+        );
+        return response;
+    }
+    let started = std::time::Instant::now();
     let host = request
         .headers()
         .get(header::HOST)
@@ -98,16 +112,47 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         .get(header::IF_NONE_MATCH)
         .and_then(|h| h.to_str().ok())
         .map(str::to_string);
-    let Ok(_permit) = app.permits.acquire().await else {
-        return (StatusCode::SERVICE_UNAVAILABLE, "Shutting down\n").into_response();
+    let page_label = metric_label(&req);
+    let page = render_admitted(&app, &site, req).await;
+    app.metrics
+        .observe(page_label, page.status, started.elapsed().as_secs_f64());
+    to_http(page)
+}
+
+/// Renders on the blocking pool, after admission control for expensive pages.
+async fn render_admitted(app: &App, site: &Arc<Site>, req: pages::PageRequest) -> pages::Response {
+    let _expensive = if admission::is_expensive(&req) {
+        match app.admission.admit_expensive().await {
+            Some(permit) => Some(permit),
+            None => {
+                return pages::render_error(site, 503, "Too many expensive requests; retry shortly");
+            }
+        }
+    } else {
+        None
     };
-    let worker_site = Arc::clone(&site);
+    app.metrics.queue_depth.inc();
+    let permit = app.permits.acquire().await;
+    app.metrics.queue_depth.dec();
+    let Ok(_permit) = permit else {
+        return pages::render_error(site, 503, "Shutting down");
+    };
+    let worker_site = Arc::clone(site);
     match tokio::task::spawn_blocking(move || pages::render(&worker_site, &req)).await {
-        Ok(page) => to_http(page),
+        Ok(page) => page,
         Err(e) => {
             tracing::error!("page task failed: {e}");
-            to_http(pages::render_error(&site, 500, "Internal error"))
+            pages::render_error(site, 500, "Internal error")
         }
+    }
+}
+
+/// The page name used as a metric label (a fixed set, whatever the URL says).
+fn metric_label(req: &pages::PageRequest) -> &'static str {
+    match (&req.repo, req.page.as_deref()) {
+        (None, _) => "repolist",
+        (Some(_), None) => "summary",
+        (Some(_), Some(page)) => pages::known_page(page).unwrap_or("unknown"),
     }
 }
 

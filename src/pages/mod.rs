@@ -26,6 +26,8 @@ pub struct Site {
     pub repos: Arc<Repos>,
     /// Increments on every configuration reload (for ETags).
     pub generation: u64,
+    /// Rendered fragments shared by every repository (kept across reloads).
+    pub fragments: Arc<crate::cache::FragmentCache>,
 }
 
 /// A complete response, body rendered into one buffer.
@@ -35,6 +37,20 @@ pub struct Response {
     pub content_type: String,
     pub headers: Vec<(&'static str, String)>,
     pub body: Vec<u8>,
+}
+
+impl Site {
+    /// A site for `config`, with fresh repositories and a fragment cache of the configured size.
+    pub fn new(config: Config) -> Site {
+        let repos = Repos::new(&config, None);
+        let fragments = crate::cache::FragmentCache::new(config.globals.fragment_cache_size);
+        Site {
+            config: Arc::new(config),
+            repos: Arc::new(repos),
+            generation: 0,
+            fragments: Arc::new(fragments),
+        }
+    }
 }
 
 impl Response {
@@ -145,7 +161,7 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
         .get(url)
         .ok_or_else(|| PageError::NotFound("No repositories found".into()))?;
     let page = req.page.as_deref().unwrap_or("summary");
-    if !is_known_page(page) {
+    if known_page(page).is_none() {
         return Err(PageError::NotFound("Invalid request".into()));
     }
     state
@@ -182,32 +198,16 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
         .map_err(PageError::from)?
 }
 
-/// Pages cgit knows.
-fn is_known_page(page: &str) -> bool {
-    matches!(
-        page,
-        "HEAD"
-            | "atom"
-            | "about"
-            | "blame"
-            | "blob"
-            | "commit"
-            | "diff"
-            | "info"
-            | "log"
-            | "ls_cache"
-            | "objects"
-            | "patch"
-            | "plain"
-            | "rawdiff"
-            | "refs"
-            | "repolist"
-            | "snapshot"
-            | "stats"
-            | "summary"
-            | "tag"
-            | "tree"
-    )
+/// The pages cgit knows.
+const PAGES: &[&str] = &[
+    "HEAD", "atom", "about", "blame", "blob", "commit", "diff", "info", "log", "ls_cache",
+    "objects", "patch", "plain", "rawdiff", "refs", "repolist", "snapshot", "stats", "summary",
+    "tag", "tree",
+];
+
+/// The static name of a page cgit knows.
+pub fn known_page(page: &str) -> Option<&'static str> {
+    PAGES.iter().copied().find(|p| *p == page)
 }
 
 /// cgit's head: `h` when given (it must resolve), else the default branch when it exists, else

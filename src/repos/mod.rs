@@ -9,6 +9,7 @@ pub use refs::{
 };
 
 use crate::config::{Config, RepoConfig};
+use prometheus_client::metrics::counter::Counter;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -34,12 +35,17 @@ impl std::fmt::Display for RepoError {
 /// All repositories of one configuration, by url.
 pub struct Repos {
     by_url: HashMap<String, Arc<RepoState>>,
+    /// Ref snapshot rebuilds, over all repositories (a metric).
+    pub snapshot_rebuilds: Counter,
 }
 
 impl Repos {
     /// Builds the registry for `config`, keeping the open git state of `previous` for
     /// repositories whose path did not change.
     pub fn new(config: &Config, previous: Option<&Repos>) -> Repos {
+        let snapshot_rebuilds = previous
+            .map(|p| p.snapshot_rebuilds.clone())
+            .unwrap_or_default();
         let mut by_path: HashMap<PathBuf, Arc<GitRepo>> = HashMap::new();
         if let Some(prev) = previous {
             for state in prev.by_url.values() {
@@ -52,7 +58,7 @@ impl Repos {
             let git = Arc::clone(
                 by_path
                     .entry(git_dir.clone())
-                    .or_insert_with(|| Arc::new(GitRepo::new(git_dir))),
+                    .or_insert_with(|| Arc::new(GitRepo::new(git_dir, snapshot_rebuilds.clone()))),
             );
             let state = RepoState {
                 config: Arc::clone(cfg),
@@ -60,7 +66,10 @@ impl Repos {
             };
             by_url.entry(cfg.url.clone()).or_insert(Arc::new(state));
         }
-        Repos { by_url }
+        Repos {
+            by_url,
+            snapshot_rebuilds,
+        }
     }
 
     pub fn get(&self, url: &str) -> Option<&Arc<RepoState>> {
@@ -115,6 +124,7 @@ struct GitRepo {
     opened: OnceLock<Result<gix::ThreadSafeRepository, RepoError>>,
     handles: Mutex<Vec<gix::Repository>>,
     refs: Mutex<Option<CachedRefs>>,
+    rebuilds: Counter,
 }
 
 struct CachedRefs {
@@ -124,8 +134,9 @@ struct CachedRefs {
 }
 
 impl GitRepo {
-    fn new(path: PathBuf) -> GitRepo {
+    fn new(path: PathBuf, rebuilds: Counter) -> GitRepo {
         GitRepo {
+            rebuilds,
             path,
             opened: OnceLock::new(),
             handles: Mutex::new(Vec::new()),
@@ -180,6 +191,7 @@ impl GitRepo {
         }
         let stamp = stamp::RefStamp::read(&self.path)?;
         let snapshot = Arc::new(RefSnapshot::build(repo, stamp.version())?);
+        self.rebuilds.inc();
         *cached = Some(CachedRefs {
             snapshot: Arc::clone(&snapshot),
             stamp,
