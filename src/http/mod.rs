@@ -125,7 +125,11 @@ async fn render_admitted(app: &App, site: &Arc<Site>, req: pages::PageRequest) -
         match app.admission.admit_expensive().await {
             Some(permit) => Some(permit),
             None => {
-                return pages::render_error(site, 503, "Too many expensive requests; retry shortly");
+                return pages::render_error(
+                    site,
+                    503,
+                    "Too many expensive requests; retry shortly",
+                );
             }
         }
     } else {
