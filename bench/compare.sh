@@ -1,0 +1,116 @@
+#!/bin/bash
+# Serves one repository with cgitd and with Debian's cgit side by side (same run, same machine)
+# and prints, per page, cgit's and cgitd's median latency and their ratio; then throughput for a
+# few pages and for a crawler pattern (every request a different commit); then cgitd's memory.
+#
+# usage: bench/compare.sh [REPO]      REPO: any git directory (e.g. a clone of git.git);
+#                                     default: a git.git-shaped corpus made by bench/make-corpus.py
+# env:   DUR=3 (seconds per latency run), TDUR=5 (seconds per throughput run), CRAWL=2000 (ids)
+# Only 127.0.0.1 is ever contacted; every load run is bounded in time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+DUR=${DUR:-3}; TDUR=${TDUR:-5}; CRAWL=${CRAWL:-2000}
+CGIT_PORT=${CGIT_PORT:-8081}; CGITD_PORT=${CGITD_PORT:-8082}
+STATE=${STATE:-/tmp/cgitd-bench}
+mkdir -p "$STATE"
+BASELINE=$ROOT/../shared/tools/cgit-baseline.sh
+
+REPO=${1:-}
+if [ -z "$REPO" ]; then
+    REPO=$STATE/corpus.git
+    [ -d "$REPO" ] || { echo "building corpus in $REPO (a few minutes)..." >&2; python3 bench/make-corpus.py "$REPO"; }
+fi
+REPO=$(cd "$REPO" && pwd)
+
+command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -q wrk >/dev/null; }
+cargo build --release --locked -q
+PORT=$CGIT_PORT CGIT_REPO=$REPO CGIT_STATE=$STATE/cgit "$BASELINE" start
+
+cat > "$STATE/cgitrc" <<RC
+virtual-root=/
+snapshots=tar.gz
+repo.url=git
+repo.path=$REPO
+RC
+./target/release/cgitd serve --config "$STATE/cgitrc" --listen 127.0.0.1:$CGITD_PORT > "$STATE/cgitd.out" 2>&1 &
+CGITD_PID=$!
+cleanup() { kill $CGITD_PID 2>/dev/null || true; PORT=$CGIT_PORT CGIT_STATE=$STATE/cgit "$BASELINE" stop >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$CGITD_PORT/" && break; sleep 0.1; done
+
+g() { git --git-dir="$REPO" "$@"; }
+HEAD_ID=$(g rev-parse HEAD)
+SMALL=$(g log -n 200 --no-merges --format='%H' --shortstat | awk '/^[0-9a-f]{40}$/{id=$1; next} /changed/{n=$4+$6; if (n>=10 && n<=60 && !done) {print id; done=1}}')
+LARGE=$(g log -n 3000 --no-merges --format='%H' --shortstat | awk '/^[0-9a-f]{40}$/{id=$1; next} /changed/{n=$4+$6; if (n>best) {best=n; b=id}} END{print b}')
+FILE=$(g log -n 3000 --format= --name-only | grep -v '^$' | sort | uniq -c | sort -rn | awk 'NR==1{print $2}')
+DIR=$(dirname "$FILE")
+TAG=$(g for-each-ref --sort=-creatordate --count=1 --format='%(refname:short)' refs/tags)
+SMALL=${SMALL:-$HEAD_ID}
+
+PAGES="index /
+summary /git/
+refs /git/refs/
+log /git/log/
+log-ofs-1000 /git/log/?ofs=1000
+path-log /git/log/$FILE
+tree-root /git/tree/
+tree-subdir /git/tree/$DIR
+blob-view /git/tree/$FILE
+plain /git/plain/$FILE
+commit-small /git/commit/?id=$SMALL
+commit-large /git/commit/?id=$LARGE
+diff /git/diff/?id=$SMALL
+patch /git/patch/?id=$SMALL
+tag /git/tag/?h=$TAG
+atom /git/atom/
+info-refs /git/info/refs"
+
+# median latency in ms of one URL, one connection, DUR seconds
+median_ms() {
+    wrk -t1 -c1 -d"${DUR}s" --timeout 30s --latency "$1" 2>/dev/null | awk '
+        $1=="50%" { v=$2; u=v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
+                    if (u=="us") v/=1000; else if (u=="s") v*=1000; else if (u=="m") v*=60000;
+                    printf "%.3f", v; found=1 }
+        END { if (!found) printf "n/a" }'
+}
+status() { curl -s -o /dev/null -w '%{http_code}' --max-time 60 "$1"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a+0>0 && b+0>0) printf "%.1f", a/b; else printf "n/a" }'; }
+
+echo
+echo "repository: $REPO ($(g rev-list --count HEAD) commits on HEAD, $(g for-each-ref refs/tags | wc -l) tags)"
+echo "cgit: Debian $(dpkg-query -W -f='${Version}' cgit 2>/dev/null) as CGI under lighttpd; cgitd: release build"
+echo
+printf '| %-13s | %-9s | %12s | %12s | %7s |\n' page "status" "cgit ms" "cgitd ms" ratio
+printf '|%s|\n' "---------------|-----------|--------------|--------------|---------"
+while read -r name path; do
+    cs=$(status "http://127.0.0.1:$CGIT_PORT$path"); ds=$(status "http://127.0.0.1:$CGITD_PORT$path")
+    c=$(median_ms "http://127.0.0.1:$CGIT_PORT$path")
+    d=$(median_ms "http://127.0.0.1:$CGITD_PORT$path")
+    r=$(ratio "$c" "$d"); [ "$cs$ds" = 200200 ] || r="n/a"
+    printf '| %-13s | %-9s | %12s | %12s | %7s |\n' "$name" "$cs/$ds" "$c" "$d" "$r"
+done <<< "$PAGES"
+
+rps() { wrk -t2 -c8 -d"${TDUR}s" --timeout 30s "$@" 2>/dev/null | awk '/Requests\/sec/ {printf "%.0f", $2}'; }
+echo
+printf '| %-22s | %10s | %10s | %7s |\n' "throughput (req/s)" cgit cgitd ratio
+printf '|%s|\n' "------------------------|------------|------------|---------"
+for p in "summary /git/" "commit /git/commit/?id=$SMALL" "log /git/log/" "plain /git/plain/$FILE"; do
+    set -- $p
+    c=$(rps "http://127.0.0.1:$CGIT_PORT$2"); d=$(rps "http://127.0.0.1:$CGITD_PORT$2")
+    printf '| %-22s | %10s | %10s | %7s |\n' "$1" "$c" "$d" "$(ratio "$d" "$c")"
+done
+g rev-list -n "$CRAWL" HEAD > "$STATE/ids.txt"
+cat > "$STATE/crawl.lua" <<LUA
+local ids = {}
+for line in io.lines("$STATE/ids.txt") do ids[#ids + 1] = line end
+local i = 0
+request = function()
+  i = i % #ids + 1
+  return wrk.format("GET", "/git/commit/?id=" .. ids[i])
+end
+LUA
+c=$(rps -s "$STATE/crawl.lua" "http://127.0.0.1:$CGIT_PORT/"); d=$(rps -s "$STATE/crawl.lua" "http://127.0.0.1:$CGITD_PORT/")
+printf '| %-22s | %10s | %10s | %7s |\n' "crawler (distinct ids)" "$c" "$d" "$(ratio "$d" "$c")"
+echo
+grep -E 'VmRSS|RssAnon|RssFile' /proc/$CGITD_PID/status | tr -s ' \t' ' ' | sed 's/^/cgitd after the run: /'
