@@ -205,7 +205,14 @@ fn render(url: &str, arg: &ConfigArg) -> ExitCode {
         let _ = writeln!(out, "{name}: {value}");
     }
     let _ = writeln!(out);
-    let _ = out.write_all(&response.body);
+    let written = match response.body {
+        pages::Body::Full(bytes) => out.write_all(&bytes),
+        pages::Body::Stream(writer) => writer(&mut out),
+    };
+    if let Err(e) = written.and_then(|()| out.flush()) {
+        eprintln!("cgitd: writing the body: {e}");
+        return ExitCode::FAILURE;
+    }
     if response.status < 400 {
         ExitCode::SUCCESS
     } else {

@@ -2,8 +2,9 @@
 //! expensive URLs never starves the cheap pages; no permit within a short wait → 503.
 
 use crate::pages::PageRequest;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Expensive pages rendering at once.
 const EXPENSIVE_PERMITS: usize = 2;
@@ -21,21 +22,21 @@ pub fn is_expensive(req: &PageRequest) -> bool {
 }
 
 pub struct Admission {
-    expensive: Semaphore,
+    expensive: Arc<Semaphore>,
 }
 
 impl Default for Admission {
     fn default() -> Self {
         Admission {
-            expensive: Semaphore::new(EXPENSIVE_PERMITS),
+            expensive: Arc::new(Semaphore::new(EXPENSIVE_PERMITS)),
         }
     }
 }
 
 impl Admission {
     /// A permit for an expensive request; `None` when none frees up in time.
-    pub async fn admit_expensive(&self) -> Option<SemaphorePermit<'_>> {
-        tokio::time::timeout(EXPENSIVE_WAIT, self.expensive.acquire())
+    pub async fn admit_expensive(&self) -> Option<OwnedSemaphorePermit> {
+        tokio::time::timeout(EXPENSIVE_WAIT, Arc::clone(&self.expensive).acquire_owned())
             .await
             .ok()?
             .ok()

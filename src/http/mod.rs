@@ -3,6 +3,7 @@
 
 mod admission;
 mod metrics;
+mod stream;
 pub mod url;
 
 use crate::config::Config;
@@ -13,17 +14,21 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use std::sync::{Arc, RwLock};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower_http::compression::CompressionLayer;
+use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
 
 /// Git work running at once; more requests wait for a permit.
 const BLOCKING_PERMITS: usize = 16;
+/// Streamed bodies (archives, clone files) being written at once; each holds a blocking thread.
+const STREAM_PERMITS: usize = 64;
 
 /// Shared server state: the current site (swapped on reload), the blocking-pool permits,
 /// admission control and metrics.
 pub struct App {
     site: RwLock<Arc<Site>>,
     permits: Semaphore,
+    streams: Arc<Semaphore>,
     admission: admission::Admission,
     metrics: metrics::Metrics,
     config_path: Option<std::path::PathBuf>,
@@ -36,6 +41,7 @@ impl App {
         Arc::new(App {
             site: RwLock::new(Arc::new(site)),
             permits: Semaphore::new(BLOCKING_PERMITS),
+            streams: Arc::new(Semaphore::new(STREAM_PERMITS)),
             admission: admission::Admission::default(),
             metrics,
             config_path,
@@ -69,11 +75,14 @@ impl App {
 }
 
 /// The router: every path goes through [`handle`]; responses are compressed when the client
-/// accepts it.
+/// accepts it, except archives and git's own files, which are compressed already.
 pub fn router(app: Arc<App>) -> axum::Router {
+    let compressible = DefaultPredicate::new()
+        .and(NotForContentType::const_new("application/octet-stream"))
+        .and(NotForContentType::const_new("application/x-"));
     axum::Router::new()
         .fallback(handle)
-        .layer(CompressionLayer::new())
+        .layer(CompressionLayer::new().compress_when(compressible))
         .with_state(app)
 }
 
@@ -103,7 +112,7 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     let mut req = match url::parse(&site.config, uri.path(), uri.query()) {
         Ok(req) => req,
         Err(url::BadRequest(msg)) => {
-            return to_http(pages::render_error(&site, 400, &msg));
+            return to_http(pages::render_error(&site, 400, &msg), ());
         }
     };
     req.host = host;
@@ -113,23 +122,34 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         .and_then(|h| h.to_str().ok())
         .map(str::to_string);
     let page_label = metric_label(&req);
-    let page = render_admitted(&app, &site, req).await;
+    let (page, expensive) = render_admitted(&app, &site, req).await;
     app.metrics
         .observe(page_label, page.status, started.elapsed().as_secs_f64());
-    to_http(page)
+    if !matches!(page.body, pages::Body::Stream(_)) {
+        return to_http(page, ());
+    }
+    match Arc::clone(&app.streams).try_acquire_owned() {
+        Ok(slot) => to_http(page, (slot, expensive)),
+        Err(_) => to_http(
+            pages::render_error(&site, 503, "Too many downloads; retry shortly"),
+            (),
+        ),
+    }
 }
 
-/// Renders on the blocking pool, after admission control for expensive pages.
-async fn render_admitted(app: &App, site: &Arc<Site>, req: pages::PageRequest) -> pages::Response {
-    let _expensive = if admission::is_expensive(&req) {
+/// Renders on the blocking pool, after admission control for expensive pages. The admission
+/// permit is returned with the page: a streamed body keeps it until it is written.
+async fn render_admitted(
+    app: &App,
+    site: &Arc<Site>,
+    req: pages::PageRequest,
+) -> (pages::Response, Option<OwnedSemaphorePermit>) {
+    let expensive = if admission::is_expensive(&req) {
         match app.admission.admit_expensive().await {
             Some(permit) => Some(permit),
             None => {
-                return pages::render_error(
-                    site,
-                    503,
-                    "Too many expensive requests; retry shortly",
-                );
+                let busy = "Too many expensive requests; retry shortly";
+                return (pages::render_error(site, 503, busy), None);
             }
         }
     } else {
@@ -139,14 +159,14 @@ async fn render_admitted(app: &App, site: &Arc<Site>, req: pages::PageRequest) -
     let permit = app.permits.acquire().await;
     app.metrics.queue_depth.dec();
     let Ok(_permit) = permit else {
-        return pages::render_error(site, 503, "Shutting down");
+        return (pages::render_error(site, 503, "Shutting down"), None);
     };
     let worker_site = Arc::clone(site);
     match tokio::task::spawn_blocking(move || pages::render(&worker_site, &req)).await {
-        Ok(page) => page,
+        Ok(page) => (page, expensive),
         Err(e) => {
             tracing::error!("page task failed: {e}");
-            pages::render_error(site, 500, "Internal error")
+            (pages::render_error(site, 500, "Internal error"), None)
         }
     }
 }
@@ -160,9 +180,14 @@ fn metric_label(req: &pages::PageRequest) -> &'static str {
     }
 }
 
-/// Turns a rendered page into an HTTP response.
-pub fn to_http(page: pages::Response) -> Response {
-    let mut response = Response::new(Body::from(page.body));
+/// Turns a rendered page into an HTTP response; a streamed body starts writing here and keeps
+/// `hold` (its permits) until it is done.
+pub fn to_http(page: pages::Response, hold: impl Send + 'static) -> Response {
+    let body = match page.body {
+        pages::Body::Full(bytes) => Body::from(bytes),
+        pages::Body::Stream(writer) => stream::spawn(writer, hold),
+    };
+    let mut response = Response::new(body);
     *response.status_mut() = StatusCode::from_u16(page.status).unwrap_or(StatusCode::OK);
     let headers = response.headers_mut();
     if let Ok(v) = HeaderValue::from_str(&page.content_type) {

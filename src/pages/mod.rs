@@ -1,6 +1,7 @@
 //! cgit's pages: each a function from (site, repository state, parsed request) to a buffered
 //! response. Nothing here knows about HTTP servers; `render` serves the server, the CLI and tests.
 
+mod clone;
 mod error;
 mod format;
 mod frame;
@@ -30,13 +31,48 @@ pub struct Site {
     pub fragments: Arc<crate::cache::FragmentCache>,
 }
 
-/// A complete response, body rendered into one buffer.
+/// A complete response: status, headers and a body.
 #[derive(Debug)]
 pub struct Response {
     pub status: u16,
     pub content_type: String,
     pub headers: Vec<(&'static str, String)>,
-    pub body: Vec<u8>,
+    pub body: Body,
+}
+
+/// Writes a streamed body into the sink it is given; runs on a blocking thread while the
+/// response is sent, so large files and archives are never held in memory.
+pub type BodyWriter = Box<dyn FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + Send>;
+
+/// A response body: rendered into one buffer (every page), or streamed (archives, clone files).
+pub enum Body {
+    Full(Vec<u8>),
+    Stream(BodyWriter),
+}
+
+impl Body {
+    /// The buffered bytes; empty for a stream.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Body::Full(bytes) => bytes,
+            Body::Stream(_) => &[],
+        }
+    }
+}
+
+impl From<Vec<u8>> for Body {
+    fn from(bytes: Vec<u8>) -> Body {
+        Body::Full(bytes)
+    }
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Body::Full(bytes) => write!(f, "Full({} bytes)", bytes.len()),
+            Body::Stream(_) => f.write_str("Stream"),
+        }
+    }
 }
 
 impl Site {
@@ -59,7 +95,7 @@ impl Response {
             status: 200,
             content_type: "text/html; charset=UTF-8".into(),
             headers: Vec::new(),
-            body: body.into_bytes(),
+            body: Body::Full(body.into_bytes()),
         }
     }
 
@@ -69,7 +105,7 @@ impl Response {
             status: 304,
             content_type: String::new(),
             headers: vec![("ETag", etag)],
-            body: Vec::new(),
+            body: Body::Full(Vec::new()),
         }
     }
 
@@ -78,7 +114,7 @@ impl Response {
             status,
             content_type: "text/html; charset=UTF-8".into(),
             headers: vec![("Location", location)],
-            body: Vec::new(),
+            body: Body::Full(Vec::new()),
         }
     }
 }
@@ -139,7 +175,7 @@ fn with_body_etag(site: &Site, req: &PageRequest, response: Response) -> Respons
     if response.status != 200 {
         return response;
     }
-    let etag = validators::body_etag(site, &response.body);
+    let etag = validators::body_etag(site, response.body.bytes());
     if validators::matches(req.if_none_match.as_deref(), &etag) {
         return Response::not_modified(etag);
     }
@@ -186,6 +222,9 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
             let mut response = match page {
                 "summary" => summary::render(&ctx),
                 "refs" => refs::render(&ctx),
+                "info" => clone::info(&ctx),
+                "HEAD" => clone::head(&ctx),
+                "objects" => clone::objects(&ctx),
                 _ => Err(PageError::NotFound(format!(
                     "The '{page}' page is not available in this version of cgitd"
                 ))),

@@ -1,0 +1,197 @@
+//! Dumb-HTTP clone: `git clone` against cgitd for a packed and a loose repository, `info/refs`
+//! as git lists refs, and files planted as symbolic links or reached with `..` never served.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+
+struct Site {
+    dir: TempDir,
+    rc: PathBuf,
+}
+
+/// A work repository (loose objects and refs) and a packed bare clone of it.
+fn build_site(extra: &str) -> Site {
+    let dir = TempDir::new("clone");
+    let root = dir.path();
+    let work = root.join("work");
+    init_repo(&work);
+    write(&work, "README", "hello\n");
+    write(&work, "src/main.rs", "fn main() {}\n");
+    commit_all(&work, "first", "2024-01-01T10:00:00+00:00");
+    git(&work, &["tag", "-a", "v1.0", "-m", "Version 1.0"]);
+    write(&work, "src/lib.rs", "pub fn f() {}\n");
+    commit_all(&work, "second", "2024-02-01T10:00:00+00:00");
+    git(&work, &["tag", "light"]);
+    git(&work, &["checkout", "-q", "-b", "topic"]);
+    write(&work, "topic.txt", "t\n");
+    commit_all(&work, "topic", "2024-03-01T10:00:00+00:00");
+    git(&work, &["checkout", "-q", "main"]);
+    git(&work, &["tag", "-a", "v2.0", "-m", "Version 2.0", "topic"]);
+    git(root, &["clone", "-q", "--bare", "work", "packed.git"]);
+    let packed = root.join("packed.git");
+    git(&packed, &["repack", "-a", "-d", "-q"]);
+    git(&packed, &["pack-refs", "--all"]);
+    let rc = root.join("cgitrc");
+    std::fs::write(
+        &rc,
+        format!(
+            "{extra}repo.url=packed\nrepo.path={root}/packed.git\n\
+             repo.url=loose\nrepo.path={root}/work/.git\n",
+            root = root.display()
+        ),
+    )
+    .unwrap();
+    Site { dir, rc }
+}
+
+/// `git clone --mirror` over dumb HTTP into `dest`.
+fn clone_mirror(server: &Server, repo: &str, dest: &Path) {
+    let out = git_command(
+        dest.parent().unwrap(),
+        &[
+            "clone",
+            "-q",
+            "--mirror",
+            &format!("http://{}/{repo}", server.addr),
+            dest.to_str().unwrap(),
+        ],
+    )
+    .env("GIT_TERMINAL_PROMPT", "0")
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "clone of {repo} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn assert_same_repository(source: &Path, copy: &Path) {
+    let refs = |dir: &Path| git(dir, &["for-each-ref", "--format=%(objectname) %(refname)"]);
+    assert_eq!(refs(copy), refs(source));
+    let objects = |dir: &Path| {
+        let mut lines: Vec<String> = git(dir, &["rev-list", "--objects", "--all"])
+            .lines()
+            .map(str::to_string)
+            .collect();
+        lines.sort();
+        lines
+    };
+    assert_eq!(objects(copy), objects(source));
+    git(copy, &["fsck", "--full", "--strict", "--no-dangling"]);
+}
+
+#[test]
+fn git_clones_packed_and_loose_repositories() {
+    let site = build_site("");
+    let root = site.dir.path();
+    let server = Server::start(&site.rc);
+    let packed = root.join("packed.git");
+    assert!(
+        std::fs::read_dir(packed.join("objects/pack"))
+            .unwrap()
+            .count()
+            >= 2,
+        "the packed repository has a pack"
+    );
+    clone_mirror(&server, "packed", &root.join("packed-copy.git"));
+    assert_same_repository(&packed, &root.join("packed-copy.git"));
+    clone_mirror(&server, "loose", &root.join("loose-copy.git"));
+    assert_same_repository(&root.join("work"), &root.join("loose-copy.git"));
+}
+
+#[test]
+fn info_refs_lists_refs_like_git() {
+    let site = build_site("");
+    let root = site.dir.path();
+    let server = Server::start(&site.rc);
+    for (repo, dir) in [
+        ("packed", root.join("packed.git")),
+        ("loose", root.join("work")),
+    ] {
+        let r = server.get(&format!("/{repo}/info/refs"));
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("content-type"), Some("text/plain; charset=UTF-8"));
+        let expected = git(&dir, &["show-ref", "-d"]).replace(' ', "\t");
+        assert_eq!(r.text(), expected, "{repo}");
+        assert!(r.text().contains("refs/tags/v1.0^{}"));
+        assert!(!r.text().contains("refs/tags/light^{}"));
+    }
+    assert_eq!(server.get("/packed/info/other").status, 400);
+    assert_eq!(server.get("/packed/info/").status, 400);
+}
+
+#[test]
+fn head_and_pack_list() {
+    let site = build_site("");
+    let root = site.dir.path();
+    let server = Server::start(&site.rc);
+    let head = server.get("/packed/HEAD");
+    assert_eq!(head.status, 200);
+    assert_eq!(head.text(), "ref: refs/heads/main\n");
+    assert_eq!(
+        head.header("content-type"),
+        Some("application/octet-stream")
+    );
+    let packs = server.get("/packed/objects/info/packs").text();
+    let names: Vec<String> = std::fs::read_dir(root.join("packed.git/objects/pack"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".pack"))
+        .collect();
+    assert_eq!(names.len(), 1);
+    assert_eq!(packs, format!("P {}\n\n", names[0]));
+    let pack = server.get(&format!("/packed/objects/pack/{}", names[0]));
+    assert_eq!(pack.status, 200);
+    assert_eq!(
+        pack.body,
+        std::fs::read(root.join("packed.git/objects/pack").join(&names[0])).unwrap()
+    );
+    assert_eq!(server.get("/loose/objects/info/packs").text(), "\n");
+    assert_eq!(server.get("/packed/objects/pack/pack-0.pack").status, 404);
+    assert_eq!(server.get("/packed/objects/").status, 400);
+}
+
+#[test]
+fn planted_symlinks_and_dot_dot_are_refused() {
+    let site = build_site("");
+    let root = site.dir.path();
+    let secret = root.join("secret");
+    std::fs::create_dir_all(&secret).unwrap();
+    std::fs::write(secret.join("key"), "TOP SECRET\n").unwrap();
+    let objects = root.join("packed.git/objects");
+    std::os::unix::fs::symlink(secret.join("key"), objects.join("info/evil")).unwrap();
+    std::os::unix::fs::symlink(&secret, objects.join("ee")).unwrap();
+    let server = Server::start(&site.rc);
+    for url in ["/packed/objects/info/evil", "/packed/objects/ee/key"] {
+        let r = server.get(url);
+        assert_eq!(r.status, 403, "{url}");
+        assert!(!r.text().contains("TOP SECRET"), "{url}");
+    }
+    for url in [
+        "/packed/objects/../config",
+        "/packed/objects/pack/..%2F..%2Fconfig",
+        "/packed/objects/info/%2e%2e/%2e%2e/HEAD",
+        "/packed/objects/a%20b",
+    ] {
+        let r = server.get(url);
+        assert_eq!(r.status, 400, "{url}");
+        assert!(!r.text().contains("[core]"), "{url}");
+    }
+}
+
+#[test]
+fn clone_urls_are_404_when_disabled() {
+    let site = build_site("enable-http-clone=0\n");
+    let server = Server::start(&site.rc);
+    for url in [
+        "/packed/info/refs",
+        "/packed/HEAD",
+        "/packed/objects/info/packs",
+    ] {
+        assert_eq!(server.get(url).status, 404, "{url}");
+    }
+    assert_eq!(server.get("/packed/").status, 200);
+}
