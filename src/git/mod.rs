@@ -1,5 +1,6 @@
 //! Read-only git queries over gix, returning plain data: no HTML, no HTTP.
 
+pub mod archive;
 pub mod files;
 pub mod log;
 pub mod rev;

@@ -11,6 +11,7 @@ pub mod links;
 mod refs;
 mod request;
 mod shared;
+mod snapshot;
 mod summary;
 mod validators;
 
@@ -225,6 +226,7 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
                 "info" => clone::info(&ctx),
                 "HEAD" => clone::head(&ctx),
                 "objects" => clone::objects(&ctx),
+                "snapshot" => snapshot::render(&ctx),
                 _ => Err(PageError::NotFound(format!(
                     "The '{page}' page is not available in this version of cgitd"
                 ))),

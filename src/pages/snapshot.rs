@@ -1,0 +1,150 @@
+//! snapshot: `/<repo>/snapshot/<name>.<suffix>` — an archive of a commit in any format the
+//! repository enables, the revision guessed from the file name as cgit does, streamed.
+
+use super::{Body, PageError, RepoCtx, Response, shared, validators};
+use crate::config::SNAPSHOT_FORMATS;
+use crate::git;
+use crate::git::archive::{self, Archive, Format};
+use gix::bstr::ByteSlice;
+
+pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
+    let requested = ctx
+        .req
+        .path
+        .as_ref()
+        .ok_or_else(|| PageError::BadRequest("No snapshot name specified".into()))?
+        .to_str_lossy()
+        .into_owned();
+    let (stem, suffix, mime) = split_name(ctx, &requested)?;
+    let format = Format::from_suffix(suffix).ok_or_else(|| {
+        PageError::BadRequest(format!("Unsupported snapshot format: {requested}"))
+    })?;
+    let q = &ctx.req.query;
+    let (revision, root) = match q.id.as_ref().or(q.h.as_ref()) {
+        Some(rev) => (rev.clone(), shared::snapshot_prefix(ctx)),
+        None => (guess_revision(ctx, stem)?, stem.to_string()),
+    };
+    let id = git::rev::resolve(ctx.repo, &revision)?;
+    let commit = git::rev::peel_to_commit(ctx.repo, id)
+        .ok_or_else(|| PageError::BadRequest(format!("Not a commit reference: {revision}")))?;
+    let etag = format!("\"{commit}\"");
+    if validators::matches(ctx.req.if_none_match.as_deref(), &etag) {
+        return Ok(Response::not_modified(etag));
+    }
+    let info = git::log::read_commit(ctx.repo, commit)?;
+    let root = safe_dir_name(&root);
+    let archive = Archive {
+        commit,
+        tree: info.tree,
+        mtime: info.committer.time.seconds,
+        prefix: root.clone(),
+    };
+    let repo = ctx.repo.clone();
+    let filename = format!("{root}.{suffix}");
+    Ok(Response {
+        status: 200,
+        content_type: mime.to_string(),
+        headers: vec![
+            ("Content-Disposition", disposition(&filename)),
+            ("ETag", etag),
+        ],
+        body: Body::Stream(Box::new(move |out| {
+            archive::write(&repo, &archive, format, out)
+        })),
+    })
+}
+
+/// Splits `name` into stem, suffix and content type by the formats enabled for the repository.
+fn split_name<'n>(
+    ctx: &RepoCtx<'_>,
+    name: &'n str,
+) -> Result<(&'n str, &'static str, &'static str), PageError> {
+    let enabled = ctx.state.config.opts.snapshots;
+    SNAPSHOT_FORMATS
+        .iter()
+        .enumerate()
+        .filter(|(bit, _)| enabled & (1 << bit) != 0)
+        .find_map(|(_, (suffix, mime))| {
+            let stem = name.strip_suffix(suffix)?.strip_suffix('.')?;
+            Some((stem, *suffix, *mime))
+        })
+        .ok_or_else(|| PageError::BadRequest(format!("Unsupported snapshot format: {name}")))
+}
+
+/// cgit's guess: the stem as a revision; without the snapshot prefix and the `-`/`_` after
+/// it; then with `v`, then `V` in front.
+fn guess_revision(ctx: &RepoCtx<'_>, stem: &str) -> Result<String, PageError> {
+    let prefix = shared::snapshot_prefix(ctx);
+    let version = match stem.strip_prefix(prefix.as_str()) {
+        Some(rest) if !prefix.is_empty() => rest.trim_start_matches(['-', '_']),
+        _ => stem,
+    };
+    let candidates = [
+        stem.to_string(),
+        version.to_string(),
+        format!("v{version}"),
+        format!("V{version}"),
+    ];
+    candidates
+        .into_iter()
+        .find(|rev| git::rev::resolve(ctx.repo, rev).is_ok())
+        .ok_or_else(|| PageError::NotFound("Not found".into()))
+}
+
+/// The archive's root directory: one path component whatever the URL said — no `/`, `\`,
+/// control characters, and never `.` or `..`.
+fn safe_dir_name(name: &str) -> String {
+    let cleaned: String = name
+        .chars()
+        .map(|c| {
+            if c == '/' || c == '\\' || c.is_control() {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    match cleaned.as_str() {
+        "" | "." | ".." => "_".into(),
+        _ => cleaned,
+    }
+}
+
+/// `inline; filename="…"` with a name a header can carry (ASCII, quotes escaped).
+fn disposition(filename: &str) -> String {
+    let mut quoted = String::with_capacity(filename.len());
+    for c in filename.chars() {
+        match c {
+            '"' | '\\' => {
+                quoted.push('\\');
+                quoted.push(c);
+            }
+            c if c.is_ascii_graphic() || c == ' ' => quoted.push(c),
+            _ => quoted.push('_'),
+        }
+    }
+    format!("inline; filename=\"{quoted}\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_directory_is_one_safe_component() {
+        assert_eq!(safe_dir_name("repo-1.0"), "repo-1.0");
+        assert_eq!(safe_dir_name("../../etc"), ".._.._etc");
+        assert_eq!(safe_dir_name("/abs"), "_abs");
+        assert_eq!(safe_dir_name("a\\b\n\u{7f}"), "a_b__");
+        assert_eq!(safe_dir_name(".."), "_");
+        assert_eq!(safe_dir_name(""), "_");
+    }
+
+    #[test]
+    fn disposition_quotes_and_stays_ascii() {
+        assert_eq!(
+            disposition("a\"b\\c-é.tar"),
+            "inline; filename=\"a\\\"b\\\\c-_.tar\""
+        );
+    }
+}
