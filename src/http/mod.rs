@@ -112,6 +112,11 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         .get(header::IF_NONE_MATCH)
         .and_then(|h| h.to_str().ok())
         .map(str::to_string);
+    req.surrogate_esi = request
+        .headers()
+        .get("surrogate-capability")
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|v| v.contains("ESI/1.0"));
     let page_label = metric_label(&req);
     let page = render_admitted(&app, &site, req).await;
     app.metrics
