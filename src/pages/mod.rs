@@ -4,9 +4,11 @@
 mod error;
 mod format;
 mod frame;
+mod graph;
 pub mod html;
 mod index;
 pub mod links;
+mod log;
 mod refs;
 mod request;
 mod shared;
@@ -119,6 +121,7 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
             match page {
                 "summary" => summary::render(&ctx),
                 "refs" => refs::render(&ctx),
+                "log" => log::render(&ctx),
                 _ => Err(PageError::NotFound(format!(
                     "The '{page}' page is not available in this version of cgitd"
                 ))),

@@ -223,6 +223,22 @@ pub fn log_row(ctx: &RepoCtx<'_>, c: &CommitInfo) -> LogRow {
     }
 }
 
+/// `path:` crumbs: `root` (its href made for `None`), then one per path component (href made
+/// for the path up to it).
+pub fn path_crumbs(path: &[u8], href: impl Fn(Option<&[u8]>) -> String) -> Vec<(String, String)> {
+    let mut out = vec![("root".to_string(), href(None))];
+    let mut offset = 0;
+    for part in path.split(|b| *b == b'/') {
+        offset += part.len();
+        if !part.is_empty() {
+            let label = String::from_utf8_lossy(part).into_owned();
+            out.push((label, href(Some(&path[..offset]))));
+        }
+        offset += 1;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::truncate_subject;
