@@ -23,7 +23,7 @@ pub enum Found {
 }
 
 /// Splits a URL path into non-empty components.
-pub fn components(path: &BStr) -> impl Iterator<Item = &BStr> {
+pub fn components(path: &BStr) -> impl DoubleEndedIterator<Item = &BStr> {
     path.split(|b| *b == b'/')
         .filter(|c| !c.is_empty())
         .map(|c| c.as_bstr())

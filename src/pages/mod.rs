@@ -13,6 +13,7 @@ mod refs;
 mod request;
 mod shared;
 mod summary;
+mod tree;
 
 pub use error::PageError;
 pub use request::{PageRequest, Query};
@@ -122,6 +123,7 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
                 "summary" => summary::render(&ctx),
                 "refs" => refs::render(&ctx),
                 "log" => log::render(&ctx),
+                "tree" => tree::render(&ctx),
                 _ => Err(PageError::NotFound(format!(
                     "The '{page}' page is not available in this version of cgitd"
                 ))),
