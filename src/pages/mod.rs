@@ -1,6 +1,7 @@
 //! cgit's pages: each a function from (site, repository state, parsed request) to a buffered
 //! response. Nothing here knows about HTTP servers; `render` serves the server, the CLI and tests.
 
+mod blob;
 mod error;
 mod format;
 mod frame;
@@ -9,6 +10,8 @@ pub mod html;
 mod index;
 pub mod links;
 mod log;
+mod mime;
+mod plain;
 mod refs;
 mod request;
 mod shared;
@@ -124,6 +127,8 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
                 "refs" => refs::render(&ctx),
                 "log" => log::render(&ctx),
                 "tree" => tree::render(&ctx),
+                "blob" => blob::render(&ctx),
+                "plain" => plain::render(&ctx),
                 _ => Err(PageError::NotFound(format!(
                     "The '{page}' page is not available in this version of cgitd"
                 ))),

@@ -30,16 +30,7 @@ struct TreeLinks<'c, 'a> {
 
 impl TreeLinks<'_, '_> {
     fn page(&self, page: &str, path: Option<&[u8]>) -> String {
-        let id: Vec<(&str, &str)> = self
-            .ctx
-            .req
-            .query
-            .id
-            .as_deref()
-            .map(|i| ("id", i))
-            .into_iter()
-            .collect();
-        self.ctx.links().page(page, path, Some(&self.ctx.head), &id)
+        shared::rev_link(self.ctx, page, path)
     }
 
     /// The stats button: `h` only.
@@ -115,15 +106,7 @@ struct BlobView {
 }
 
 pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
-    let rev = ctx.req.query.id.as_deref().unwrap_or(&ctx.head);
-    let commit = match git::rev::resolve(ctx.repo, rev) {
-        Ok(id) => git::rev::peel_to_commit(ctx.repo, id)
-            .ok_or_else(|| PageError::NotFound(format!("Invalid commit reference: {rev}")))?,
-        Err(GitError::NotFound(_)) => {
-            return Err(PageError::NotFound(format!("Invalid revision name: {rev}")));
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let commit = shared::page_commit(ctx)?;
     let root = git::log::read_commit(ctx.repo, commit)?.tree;
     let path = ctx
         .req
