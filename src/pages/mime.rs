@@ -78,9 +78,12 @@ pub fn serve_as(declared: Option<String>, binary: bool, html_serving: bool) -> S
     }
 }
 
+/// Extension (lower case) to mime type.
+type ExtensionMap = HashMap<String, String>;
+
 /// A parsed mime.types file, read once per path.
-fn mime_file(path: &Path) -> Arc<HashMap<String, String>> {
-    static FILES: OnceLock<Mutex<HashMap<PathBuf, Arc<HashMap<String, String>>>>> = OnceLock::new();
+fn mime_file(path: &Path) -> Arc<ExtensionMap> {
+    static FILES: OnceLock<Mutex<HashMap<PathBuf, Arc<ExtensionMap>>>> = OnceLock::new();
     let mut files = FILES
         .get_or_init(Default::default)
         .lock()
