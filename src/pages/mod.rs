@@ -16,6 +16,7 @@ mod refs;
 mod request;
 mod shared;
 mod summary;
+mod tag;
 mod tree;
 
 pub use error::PageError;
@@ -129,6 +130,7 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
                 "tree" => tree::render(&ctx),
                 "blob" => blob::render(&ctx),
                 "plain" => plain::render(&ctx),
+                "tag" => tag::render(&ctx),
                 _ => Err(PageError::NotFound(format!(
                     "The '{page}' page is not available in this version of cgitd"
                 ))),
