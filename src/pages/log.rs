@@ -107,8 +107,14 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     };
     let mut counter = Counter::default();
     let mut lanes = graph::Lanes::default();
+    // graph pages walk from the top so that lanes continue across pages
+    let primed = if show_graph { args.ofs as usize } else { 0 };
     let mut rows = Vec::with_capacity(page.commits.len());
-    for c in &page.commits {
+    for (i, c) in page.commits.iter().enumerate() {
+        if i < primed {
+            lanes.row(c.id, &c.parents);
+            continue;
+        }
         let counts = if opts.enable_log_filecount || opts.enable_log_linecount {
             Some(counter.count(
                 ctx.repo,
@@ -191,6 +197,7 @@ fn build_query<'a>(
             )));
         }
     };
+    let skip = usize::try_from(q.ofs).unwrap_or(0);
     let order = match ctx.state.config.opts.commit_sort.as_deref() {
         Some("date") => Order::Date,
         Some("topo") => Order::Topo,
@@ -203,8 +210,8 @@ fn build_query<'a>(
         path: ctx.req.path.as_ref().map(|p| p.as_bstr()),
         filter,
         order,
-        skip: usize::try_from(q.ofs).unwrap_or(0),
-        count,
+        skip: if show_graph { 0 } else { skip },
+        count: if show_graph { skip + count } else { count },
     }))
 }
 
