@@ -1,7 +1,9 @@
 //! Read-only git queries over gix, returning plain data: no HTML, no HTTP.
 
+pub mod changes;
 pub mod log;
 pub mod rev;
+pub mod tree;
 
 pub use log::{CommitInfo, LogPage};
 

@@ -1,16 +1,23 @@
 //! cgit's pages: each a function from (site, repository state, parsed request) to a buffered
 //! response. Nothing here knows about HTTP servers; `render` serves the server, the CLI and tests.
 
+mod blob;
 mod error;
 mod format;
 mod frame;
+mod graph;
 pub mod html;
 mod index;
 pub mod links;
+mod log;
+mod mime;
+mod plain;
 mod refs;
 mod request;
 mod shared;
 mod summary;
+mod tag;
+mod tree;
 mod validators;
 
 pub use error::PageError;
@@ -186,6 +193,11 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
             let mut response = match page {
                 "summary" => summary::render(&ctx),
                 "refs" => refs::render(&ctx),
+                "log" => log::render(&ctx),
+                "tree" => tree::render(&ctx),
+                "blob" => blob::render(&ctx),
+                "plain" => plain::render(&ctx),
+                "tag" => tag::render(&ctx),
                 _ => Err(PageError::NotFound(format!(
                     "The '{page}' page is not available in this version of cgitd"
                 ))),
