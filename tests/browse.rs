@@ -145,7 +145,7 @@ fn build_site(extra_rc: &str) -> Site {
     git(root, &["clone", "-q", "--bare", "work", "graph.git"]);
     git(
         &root.join("graph.git"),
-        &["commit-graph", "write", "--reachable"],
+        &["commit-graph", "write", "--reachable", "--changed-paths"],
     );
     git(root, &["init", "-q", "--bare", "empty.git"]);
     let rc = root.join("cgitrc");
@@ -330,6 +330,8 @@ fn path_limited_log_equals_git_log() {
     for repo_dir in ["plain.git", "graph.git"] {
         let dir = site.dir.path().join(repo_dir);
         let repo = open(&dir);
+        let bloom = cgitd::repos::bloom::BloomFilters::open(&dir).map(std::sync::Arc::new);
+        assert_eq!(bloom.is_some(), repo_dir == "graph.git");
         let tip = repo.rev_parse_single("main").unwrap().detach();
         for path in [
             "f.txt",
@@ -342,7 +344,8 @@ fn path_limited_log_equals_git_log() {
             "sub",
             "nothing",
         ] {
-            let page = cgitd::git::log::path_log(&repo, tip, path.into(), 0, 100).unwrap();
+            let page =
+                cgitd::git::log::path_log(&repo, bloom.clone(), tip, path.into(), 0, 100).unwrap();
             let ours: Vec<String> = page.commits.iter().map(|c| c.id.to_string()).collect();
             let expected: Vec<String> = git(&dir, &["log", "--format=%H", "main", "--", path])
                 .lines()
@@ -351,7 +354,8 @@ fn path_limited_log_equals_git_log() {
             assert_eq!(ours, expected, "{repo_dir}: log -- {path}");
             assert!(!page.has_more);
         }
-        let paged = cgitd::git::log::path_log(&repo, tip, "f.txt".into(), 1, 1).unwrap();
+        let paged =
+            cgitd::git::log::path_log(&repo, bloom.clone(), tip, "f.txt".into(), 1, 1).unwrap();
         let expected = git(
             &dir,
             &[

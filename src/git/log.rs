@@ -2,6 +2,7 @@
 
 use super::GitError;
 use super::tree::entry_at;
+use crate::repos::bloom::BloomFilters;
 use crate::repos::{Person, subject_of};
 use gix::ObjectId;
 use gix::bstr::{BStr, ByteSlice};
@@ -10,6 +11,7 @@ use gix::revision::walk::Sorting;
 use gix::traverse::commit::simple::CommitTimeOrder;
 use gix::traverse::commit::topo;
 use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Commits a searching or path-limited walk may look at before it gives up.
@@ -106,6 +108,8 @@ pub struct LogQuery<'a> {
     /// Commits whose ancestry is excluded (`^rev`, `a..b`).
     pub hidden: Vec<ObjectId>,
     pub path: Option<&'a BStr>,
+    /// The commit-graph's changed-path filters, to skip tree reads in path walks.
+    pub bloom: Option<Arc<BloomFilters>>,
     pub filter: Option<Filter>,
     pub order: Order,
     pub skip: usize,
@@ -134,6 +138,7 @@ pub fn log(
 /// history simplification.
 pub fn path_log(
     repo: &gix::Repository,
+    bloom: Option<Arc<BloomFilters>>,
     tip: ObjectId,
     path: &BStr,
     skip: usize,
@@ -144,6 +149,7 @@ pub fn path_log(
         &LogQuery {
             tips: vec![tip],
             path: Some(path),
+            bloom,
             skip,
             count,
             ..LogQuery::default()
@@ -176,7 +182,7 @@ pub fn query(repo: &gix::Repository, q: &LogQuery<'_>) -> Result<LogPage, GitErr
             } else {
                 Some(reachable(repo, q, &mut budget)?)
             };
-            let mut walk = PathWalk::new(repo, path, allowed);
+            let mut walk = PathWalk::new(repo, path, q.bloom.as_deref(), allowed);
             for tip in &q.tips {
                 walk.push(*tip)?;
             }
@@ -339,6 +345,7 @@ type PathEntry = Option<(ObjectId, EntryMode)>;
 struct PathWalk<'r> {
     repo: &'r gix::Repository,
     path: &'r BStr,
+    bloom: Option<&'r BloomFilters>,
     graph: Option<gix::commitgraph::Graph>,
     allowed: Option<HashSet<ObjectId>>,
     queue: BinaryHeap<Queued>,
@@ -361,11 +368,13 @@ impl<'r> PathWalk<'r> {
     fn new(
         repo: &'r gix::Repository,
         path: &'r BStr,
+        bloom: Option<&'r BloomFilters>,
         allowed: Option<HashSet<ObjectId>>,
     ) -> PathWalk<'r> {
         PathWalk {
             repo,
             path,
+            bloom,
             graph: repo.commit_graph_if_enabled().ok().flatten(),
             allowed,
             queue: BinaryHeap::new(),
@@ -401,6 +410,11 @@ impl<'r> PathWalk<'r> {
                 .nodes
                 .remove(&id)
                 .map_or_else(|| self.read_node(id), Ok)?;
+            if self.unchanged_from_first_parent(id, &node) {
+                self.entries.remove(&id);
+                self.push(node.parents[0])?;
+                continue;
+            }
             let parents: Vec<ObjectId> = match &self.allowed {
                 Some(allowed) => node
                     .parents
@@ -435,8 +449,21 @@ impl<'r> PathWalk<'r> {
         Ok(None)
     }
 
-    /// Whether the path is the same in `parent` as `own` (the child's entry). Bloom filters
-    /// from the commit-graph could answer "definitely the same" here without reading trees.
+    /// Whether the commit-graph's Bloom filter says for certain that the path is the same in
+    /// `id` and its first parent — then the commit is TREESAME to it and no tree is read.
+    fn unchanged_from_first_parent(&self, id: ObjectId, node: &Node) -> bool {
+        let Some(first) = node.parents.first() else {
+            return false;
+        };
+        let allowed = self.allowed.as_ref().is_none_or(|a| a.contains(first));
+        allowed
+            && self
+                .bloom
+                .and_then(|b| b.maybe_changed(id.as_bytes(), self.path))
+                == Some(false)
+    }
+
+    /// Whether the path is the same in `parent` as `own` (the child's entry).
     fn treesame(&mut self, own: PathEntry, parent: ObjectId) -> Result<bool, GitError> {
         let tree = self.node(parent)?.tree;
         Ok(self.entry(parent, tree)? == own)

@@ -208,6 +208,7 @@ fn build_query<'a>(
         tips,
         hidden,
         path: ctx.req.path.as_ref().map(|p| p.as_bstr()),
+        bloom: ctx.state.bloom(),
         filter,
         order,
         skip: if show_graph { 0 } else { skip },

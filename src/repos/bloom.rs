@@ -14,6 +14,7 @@ const SEED0: u32 = 0x293a_e76f;
 const SEED1: u32 = 0x7e64_6e2c;
 
 /// One commit-graph file's lookup table and filters.
+#[derive(Debug)]
 struct Layer {
     map: Mmap,
     fanout: usize,
@@ -28,6 +29,7 @@ struct Layer {
 }
 
 /// The Bloom filters of every commit-graph layer of a repository.
+#[derive(Debug)]
 pub struct BloomFilters {
     layers: Vec<Layer>,
 }
