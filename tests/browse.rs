@@ -155,7 +155,8 @@ fn build_site(extra_rc: &str) -> Site {
          repo.url=r\nrepo.path={root}/plain.git\n\n\
          repo.url=g\nrepo.path={root}/graph.git\nrepo.enable-commit-graph=1\n\n\
          repo.url=empty\nrepo.path={root}/empty.git\n",
-        root = root.display()
+        root = root.display(),
+        extra_rc = extra_rc.replace("{root}", &root.display().to_string()),
     );
     std::fs::write(&rc, text).unwrap();
     Site { dir, rc, work }
@@ -286,6 +287,12 @@ fn log_pages_show_history_with_paging_and_counts() {
             "/r/log/f.txt",
             "/r/log/?h=side",
             "/r/log/?qt=grep&q=side",
+            "/r/log/src?showmsg=1&ofs=1",
+            "/r/log/?id=v1.0",
+            "/r/log/?qt=range&q=v1.0..side",
+            "/r/log/f.txt?h=side&ofs=1",
+            "/g/log/",
+            "/g/log/?ofs=4&showmsg=1",
         ],
     );
 }
@@ -404,7 +411,10 @@ fn commit_graph_column_and_both_repository_kinds() {
 
 #[test]
 fn tree_pages_list_and_show_files() {
-    let site = build_site("module-link=https://example.com/%s/commit/?id=%s\n");
+    let site = build_site(
+        "module-link=https://example.com/%s/commit/?id=%s\n\
+         repo.url=m\nrepo.path={root}/plain.git\nrepo.module-link.sub=https://x.org/c/%s\n",
+    );
     let server = Server::start(&site.rc);
     let r = server.get("/r/tree/");
     assert_eq!(r.status, 200);
@@ -424,6 +434,12 @@ fn tree_pages_list_and_show_files() {
         )),
         "blob sizes"
     );
+    let first = git(&site.work, &["rev-list", "--max-parents=0", "HEAD"]);
+    assert!(server.get("/m/tree/").text().contains(&format!(
+        "<a class='ls-mod' href='https://x.org/c/{}'>sub</a> @ {}",
+        first.trim(),
+        &first[..7]
+    )));
     let file = server.get("/r/tree/src/app.rs?h=main").text();
     assert!(file.contains("<title>app.rs « src - r - [no description]</title>"));
     assert!(file.contains("<div class='path'>path: <a href='/r/tree/'>root</a>/<a href='/r/tree/src'>src</a>/<a href='/r/tree/src/app.rs'>app.rs</a></div>"));
@@ -816,4 +832,54 @@ fn about_pages_render_sanitized_readmes() {
     );
     assert!(!site.contains("<script>x"));
     assert!(site.contains("<a class='active' href='/about/'>about</a>"));
+}
+
+/// Runs git with `input` on stdin; returns trimmed stdout.
+fn git_stdin(dir: &Path, args: &[&str], input: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = git_command(dir, args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[test]
+fn huge_trees_and_blobs_are_cut_with_a_note() {
+    let site = build_site("");
+    let dir = site.dir.path().join("plain.git");
+    let small = git_stdin(&dir, &["hash-object", "-w", "--stdin"], b"x\n");
+    let listing: String = (0..3100)
+        .map(|i| format!("100644 blob {small}\tf{i:05}\n"))
+        .collect();
+    let big_text = "0123456789abcdef\n".repeat(200_000);
+    let big = git_stdin(&dir, &["hash-object", "-w", "--stdin"], big_text.as_bytes());
+    let listing = format!("{listing}100644 blob {big}\tzz-big.txt\n");
+    let tree = git_stdin(&dir, &["mktree"], listing.as_bytes());
+    let commit = git(&dir, &["commit-tree", &tree, "-m", "huge"]);
+    let server = Server::start(&site.rc);
+    let html = server.get(&format!("/r/tree/?id={}", commit.trim())).text();
+    assert!(html.contains("f02999"));
+    assert!(
+        !html.contains("f03000"),
+        "rows beyond the cap are not rendered"
+    );
+    assert!(html.contains("101 more entries than are shown here"));
+    let file = server.get(&format!("/r/tree/zz-big.txt?id={}", commit.trim()));
+    assert_eq!(file.status, 200);
+    let text = file.text();
+    assert!(
+        text.contains("Showing the first 340000 of 3400000 bytes."),
+        "{}",
+        &text[..2000]
+    );
+    assert!(text.len() < 2_000_000);
+    assert!(text.contains("<a id='n20000' href='#n20000'>20000</a>"));
+    assert!(!text.contains("id='n20001'"));
+    let plain = server.get(&format!("/r/plain/zz-big.txt?id={}", commit.trim()));
+    assert_eq!(plain.body.len(), 3_400_000, "plain serves the whole file");
 }
