@@ -155,7 +155,8 @@ fn build_site(extra_rc: &str) -> Site {
          repo.url=r\nrepo.path={root}/plain.git\n\n\
          repo.url=g\nrepo.path={root}/graph.git\nrepo.enable-commit-graph=1\n\n\
          repo.url=empty\nrepo.path={root}/empty.git\n",
-        root = root.display()
+        root = root.display(),
+        extra_rc = extra_rc.replace("{root}", &root.display().to_string()),
     );
     std::fs::write(&rc, text).unwrap();
     Site { dir, rc, work }
@@ -286,6 +287,12 @@ fn log_pages_show_history_with_paging_and_counts() {
             "/r/log/f.txt",
             "/r/log/?h=side",
             "/r/log/?qt=grep&q=side",
+            "/r/log/src?showmsg=1&ofs=1",
+            "/r/log/?id=v1.0",
+            "/r/log/?qt=range&q=v1.0..side",
+            "/r/log/f.txt?h=side&ofs=1",
+            "/g/log/",
+            "/g/log/?ofs=4&showmsg=1",
         ],
     );
 }
@@ -408,7 +415,10 @@ fn commit_graph_column_and_both_repository_kinds() {
 
 #[test]
 fn tree_pages_list_and_show_files() {
-    let site = build_site("module-link=https://example.com/%s/commit/?id=%s\n");
+    let site = build_site(
+        "module-link=https://example.com/%s/commit/?id=%s\n\
+         repo.url=m\nrepo.path={root}/plain.git\nrepo.module-link.sub=https://x.org/c/%s\n",
+    );
     let server = Server::start(&site.rc);
     let r = server.get("/r/tree/");
     assert_eq!(r.status, 200);
@@ -428,6 +438,12 @@ fn tree_pages_list_and_show_files() {
         )),
         "blob sizes"
     );
+    let first = git(&site.work, &["rev-list", "--max-parents=0", "HEAD"]);
+    assert!(server.get("/m/tree/").text().contains(&format!(
+        "<a class='ls-mod' href='https://x.org/c/{}'>sub</a> @ {}",
+        first.trim(),
+        &first[..7]
+    )));
     let file = server.get("/r/tree/src/app.rs?h=main").text();
     assert!(file.contains("<title>app.rs « src - r - [no description]</title>"));
     assert!(file.contains("<div class='path'>path: <a href='/r/tree/'>root</a>/<a href='/r/tree/src'>src</a>/<a href='/r/tree/src/app.rs'>app.rs</a></div>"));
@@ -681,4 +697,193 @@ fn empty_repository_and_bad_input_never_break() {
         400 | 404
     ));
     assert!(!site.dir.path().join("x").exists());
+}
+
+/// A repository whose readmes try every trick: raw HTML, scripts, event handlers,
+/// `javascript:` links, a symlink out of the repository directory.
+fn build_about_site() -> (TempDir, PathBuf) {
+    let dir = TempDir::new("about");
+    let root = dir.path();
+    let work = root.join("work");
+    init_repo(&work);
+    write(
+        &work,
+        "docs/README.md",
+        "# Docs <em>here</em>\n\n<script>alert(1)</script>\n\n\
+         [guide](guide.md#intro) ![logo](../img/logo.png) [bad](javascript:alert(1))\n\n\
+         <img src=x onerror=alert(1)> <a href=\"https://example.com/\" onclick=\"x()\">ext</a>\n",
+    );
+    write(&work, "docs/guide.md", "# Guide\n");
+    write(&work, "img/logo.png", b"\x89PNG\r\n\x1a\nfake".as_slice());
+    write(&work, "NOTES.txt", "plain <b>notes</b>\n");
+    commit_all(&work, "Docs", "2024-01-01T10:00:00+00:00");
+    let secret = root.join("secret.md");
+    std::fs::write(&secret, "# TOP SECRET\n").unwrap();
+    git(root, &["clone", "-q", "--bare", "work", "a.git"]);
+    std::os::unix::fs::symlink(&secret, root.join("a.git/escape.md")).unwrap();
+    std::fs::write(root.join("a.git/ondisk.md"), "# On disk [rel](x.md)\n").unwrap();
+    let filter = root.join("filter.sh");
+    std::fs::write(
+        &filter,
+        "#!/bin/sh\necho \"<p class='arg'>$1 $CGIT_REPO_NAME</p>\"\ntr a-z A-Z\necho '<script>evil()</script>'\n",
+    )
+    .unwrap();
+    let mut perms = std::fs::metadata(&filter).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&filter, perms).unwrap();
+    std::fs::write(
+        root.join("site.md"),
+        "# Site readme\n\n<script>x</script>\n",
+    )
+    .unwrap();
+    let rc = root.join("cgitrc");
+    let a = root.join("a.git");
+    let text = format!(
+        "virtual-root=/\nroot-readme={root}/site.md\n\
+         repo.url=md\nrepo.path={a}\nrepo.readme=:missing.md\nrepo.readme=:docs/README.md\n\n\
+         repo.url=txt\nrepo.path={a}\nrepo.readme=main:NOTES.txt\n\n\
+         repo.url=disk\nrepo.path={a}\nrepo.readme=ondisk.md\n\n\
+         repo.url=escape\nrepo.path={a}\nrepo.readme=escape.md\n\n\
+         repo.url=none\nrepo.path={a}\nrepo.homepage=https://example.org/home\n\n\
+         repo.url=none2\nrepo.path={a}\n\n\
+         about-filter=exec:{filter}\n\
+         repo.url=filtered\nrepo.path={a}\nrepo.readme=:docs/README.md\n",
+        root = root.display(),
+        a = a.display(),
+        filter = filter.display(),
+    );
+    std::fs::write(&rc, text).unwrap();
+    (dir, rc)
+}
+
+#[test]
+fn about_pages_render_sanitized_readmes() {
+    let (_dir, rc) = build_about_site();
+    let server = Server::start(&rc);
+    let r = server.get("/md/about");
+    assert_eq!(r.status, 301);
+    assert_eq!(r.header("location"), Some("/md/about/"));
+    let r = server.get("/md/about/");
+    assert_eq!(r.status, 200);
+    let html = r.text();
+    assert!(html.contains("<a class='active' href='/md/about/'>about</a>"));
+    assert!(
+        html.contains("<div id='summary'><h1>Docs <em>here</em></h1>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("href=\"/md/plain/docs/guide.md#intro\""),
+        "{html}"
+    );
+    assert!(html.contains("src=\"/md/plain/img/logo.png\""));
+    for bad in ["<script", "alert(1)</", "javascript:", "onerror", "onclick"] {
+        assert!(!html.contains(bad), "{bad} survived sanitizing");
+    }
+    assert!(
+        server
+            .get("/md/log/")
+            .text()
+            .contains("href='/md/about/'>about</a>")
+    );
+    assert!(!server.get("/none2/log/").text().contains(">about</a>"));
+    let logo = server.get("/md/about/../img/logo.png");
+    assert_eq!(logo.status, 200);
+    assert_eq!(logo.header("content-type"), Some("image/png"));
+    let guide = server.get("/md/about/guide.md").text();
+    assert!(guide.contains("<h1>Guide</h1>"));
+    assert_eq!(server.get("/md/about/../../../etc/passwd").status, 404);
+
+    let txt = server.get("/txt/about/").text();
+    assert!(txt.contains("<div id='summary'><pre>plain &lt;b&gt;notes&lt;/b&gt;\n</pre></div>"));
+    let disk = server.get("/disk/about/").text();
+    assert!(
+        disk.contains("<h1>On disk <a rel=\"noopener noreferrer\">rel</a></h1>"),
+        "relative links of readmes on disk are dropped: {disk}"
+    );
+
+    let escape = server.get("/escape/about/");
+    assert_eq!(
+        escape.status, 404,
+        "a readme symlinked out of the repository"
+    );
+    assert!(!escape.text().contains("TOP SECRET"));
+    assert!(!server.get("/escape/").text().contains(">about</a>"));
+
+    let none = server.get("/none/about/");
+    assert_eq!(none.status, 302);
+    assert_eq!(none.header("location"), Some("https://example.org/home"));
+    let none2 = server.get("/none2/about/");
+    assert_eq!(none2.status, 302);
+    assert_eq!(none2.header("location"), Some("/none2/"));
+
+    let filtered = server.get("/filtered/about/").text();
+    assert!(
+        filtered.contains("<p class=\"arg\">docs/README.md filtered</p>"),
+        "{filtered}"
+    );
+    assert!(
+        filtered.contains("# DOCS"),
+        "the filter got the readme on stdin"
+    );
+    assert!(!filtered.contains("evil()</"), "filter output is sanitized");
+
+    let site = server.get("/about/");
+    assert_eq!(site.status, 200);
+    let site = site.text();
+    assert!(
+        site.contains("# SITE README"),
+        "the site readme goes through the global about-filter too"
+    );
+    assert!(!site.contains("<script>x"));
+    assert!(site.contains("<a class='active' href='/about/'>about</a>"));
+}
+
+/// Runs git with `input` on stdin; returns trimmed stdout.
+fn git_stdin(dir: &Path, args: &[&str], input: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = git_command(dir, args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[test]
+fn huge_trees_and_blobs_are_cut_with_a_note() {
+    let site = build_site("");
+    let dir = site.dir.path().join("plain.git");
+    let small = git_stdin(&dir, &["hash-object", "-w", "--stdin"], b"x\n");
+    let listing: String = (0..3100)
+        .map(|i| format!("100644 blob {small}\tf{i:05}\n"))
+        .collect();
+    let big_text = "0123456789abcdef\n".repeat(200_000);
+    let big = git_stdin(&dir, &["hash-object", "-w", "--stdin"], big_text.as_bytes());
+    let listing = format!("{listing}100644 blob {big}\tzz-big.txt\n");
+    let tree = git_stdin(&dir, &["mktree"], listing.as_bytes());
+    let commit = git(&dir, &["commit-tree", &tree, "-m", "huge"]);
+    let server = Server::start(&site.rc);
+    let html = server.get(&format!("/r/tree/?id={}", commit.trim())).text();
+    assert!(html.contains("f02999"));
+    assert!(
+        !html.contains("f03000"),
+        "rows beyond the cap are not rendered"
+    );
+    assert!(html.contains("101 more entries than are shown here"));
+    let file = server.get(&format!("/r/tree/zz-big.txt?id={}", commit.trim()));
+    assert_eq!(file.status, 200);
+    let text = file.text();
+    assert!(
+        text.contains("Showing the first 340000 of 3400000 bytes."),
+        "{}",
+        &text[..2000]
+    );
+    assert!(text.len() < 2_000_000);
+    assert!(text.contains("<a id='n20000' href='#n20000'>20000</a>"));
+    assert!(!text.contains("id='n20001'"));
+    let plain = server.get(&format!("/r/plain/zz-big.txt?id={}", commit.trim()));
+    assert_eq!(plain.body.len(), 3_400_000, "plain serves the whole file");
 }

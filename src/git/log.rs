@@ -298,14 +298,12 @@ impl<'q> Collector<'q> {
 
     /// Takes a candidate; true when the page is full and one more match was seen.
     fn offer(&mut self, repo: &gix::Repository, id: ObjectId) -> Result<bool, GitError> {
-        let info = if self.filter.is_some() || self.skip == 0 {
-            Some(read_commit(repo, id)?)
-        } else {
-            None
-        };
-        if let (Some(filter), Some(c)) = (self.filter, &info)
-            && !filter.matches(c)
-        {
+        if self.filter.is_none() && self.skip > 0 {
+            self.skip -= 1;
+            return Ok(false);
+        }
+        let info = read_commit(repo, id)?;
+        if self.filter.is_some_and(|f| !f.matches(&info)) {
             return Ok(false);
         }
         if self.skip > 0 {
@@ -316,7 +314,7 @@ impl<'q> Collector<'q> {
             self.has_more = true;
             return Ok(true);
         }
-        self.commits.push(info.expect("read when not skipping"));
+        self.commits.push(info);
         Ok(false)
     }
 
@@ -518,5 +516,44 @@ impl<'r> PathWalk<'r> {
             tree: c.tree(),
             parents: c.parents().collect(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_run_out() {
+        let mut budget = Budget {
+            visits: 2,
+            deadline: Instant::now() + Duration::from_secs(60),
+            exhausted: false,
+        };
+        assert!(budget.spend() && budget.spend());
+        assert!(!budget.spend());
+        assert!(budget.exhausted);
+    }
+
+    #[test]
+    fn filters_ignore_case() {
+        let person = |name: &str| Person {
+            name: name.into(),
+            email: "x@example.com".into(),
+            time: gix::date::Time::default(),
+        };
+        let c = CommitInfo {
+            id: ObjectId::null(gix::hash::Kind::Sha1),
+            tree: ObjectId::null(gix::hash::Kind::Sha1),
+            parents: Vec::new(),
+            author: person("Ada Lovelace"),
+            committer: person("Bob"),
+            subject: "Fix Parser".into(),
+            message: "Fix Parser\n\nDetails".into(),
+        };
+        assert!(Filter::Grep("details".into()).matches(&c));
+        assert!(Filter::Author("LOVELACE".into()).matches(&c));
+        assert!(Filter::Author("EXAMPLE.com".into()).matches(&c));
+        assert!(!Filter::Committer("ada".into()).matches(&c));
     }
 }

@@ -108,7 +108,7 @@ impl<'a> Frame<'a> {
                 active: label == active,
             })
         };
-        if !cfg.opts.readme.is_empty() {
+        if super::readme::locate(ctx).is_some_and(|r| r.is_servable()) {
             tab("about", l.page("about", None, head, &[]));
         }
         tab("summary", with_head(&l.summary(), &l, head));

@@ -13,17 +13,17 @@ use gix::bstr::ByteSlice;
 
 /// The query arguments log links carry, in cgit's order after `h`.
 #[derive(Clone, Default)]
-pub struct LogArgs {
-    pub id: Option<String>,
-    pub qt: Option<String>,
-    pub q: Option<String>,
-    pub ofs: i64,
-    pub showmsg: bool,
-    pub follow: bool,
+struct LogArgs {
+    id: Option<String>,
+    qt: Option<String>,
+    q: Option<String>,
+    ofs: i64,
+    showmsg: bool,
+    follow: bool,
 }
 
 impl LogArgs {
-    pub fn from_request(ctx: &RepoCtx<'_>) -> LogArgs {
+    fn from_request(ctx: &RepoCtx<'_>) -> LogArgs {
         let q = &ctx.req.query;
         LogArgs {
             id: q.id.clone(),
@@ -36,7 +36,7 @@ impl LogArgs {
     }
 
     /// A log link to `path` with these arguments.
-    pub fn href(&self, ctx: &RepoCtx<'_>, path: Option<&[u8]>) -> String {
+    fn href(&self, ctx: &RepoCtx<'_>, path: Option<&[u8]>) -> String {
         let ofs = self.ofs.to_string();
         let mut args: Vec<(&str, &str)> = Vec::new();
         if let Some(id) = self.id.as_deref() {
@@ -235,15 +235,24 @@ fn row(
             d.href.push_str("showmsg=1");
         }
     }
+    let max = ctx.site.config.globals.max_message_length;
+    let (subject, message) = match args.showmsg.then(|| wrap_subject(&c.subject, max)) {
+        Some(Some((head, rest))) => (head, Some(format!("{rest}\n\n{}", c.body()))),
+        Some(None) => (
+            shared::truncate_subject(&c.subject, max),
+            Some(c.body().to_string()),
+        ),
+        None => (shared::truncate_subject(&c.subject, max), None),
+    };
     Row {
         age: shared::log_age(c.committer.time, ctx.now),
-        subject: shared::truncate_subject(&c.subject, ctx.site.config.globals.max_message_length),
+        subject,
         commit_href: ctx
             .links()
             .page("commit", path, Some(&ctx.head), &[("id", &hex)]),
         decorations,
         author: c.author.name.clone(),
-        message: args.showmsg.then(|| c.body().to_string()),
+        message,
         counts,
         graph,
     }
@@ -255,4 +264,34 @@ fn crumbs(ctx: &RepoCtx<'_>, args: &LogArgs) -> Vec<(String, String)> {
         return Vec::new();
     };
     shared::path_crumbs(path, |prefix| args.href(ctx, prefix))
+}
+
+/// With messages shown, cgit wraps a long subject at a space before `max` characters: the
+/// row shows the start and a `↵`, the message starts with the rest.
+fn wrap_subject(subject: &str, max: usize) -> Option<(String, String)> {
+    let chars: Vec<char> = subject.chars().collect();
+    if max == 0 || chars.len() <= max {
+        return None;
+    }
+    let cut = (1..=max.saturating_sub(4))
+        .rev()
+        .find(|i| chars[*i].is_whitespace())?;
+    let head: String = chars[..cut].iter().collect();
+    let rest: String = chars[cut + 1..].iter().collect();
+    Some((format!("{head} \u{21b5}"), rest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap_subject;
+
+    #[test]
+    fn long_subjects_wrap_like_cgit() {
+        let (head, rest) =
+            wrap_subject("This is a very long subject line that goes on", 20).unwrap();
+        assert_eq!(head, "This is a very \u{21b5}");
+        assert_eq!(rest, "long subject line that goes on");
+        assert!(wrap_subject("short", 20).is_none());
+        assert!(wrap_subject(&"x".repeat(30), 20).is_none());
+    }
 }

@@ -1,8 +1,10 @@
 //! cgit's pages: each a function from (site, repository state, parsed request) to a buffered
 //! response. Nothing here knows about HTTP servers; `render` serves the server, the CLI and tests.
 
+mod about;
 mod blob;
 mod error;
+mod filter;
 mod format;
 mod frame;
 mod graph;
@@ -12,6 +14,7 @@ pub mod links;
 mod log;
 mod mime;
 mod plain;
+mod readme;
 mod refs;
 mod request;
 mod shared;
@@ -158,6 +161,7 @@ fn with_body_etag(site: &Site, req: &PageRequest, response: Response) -> Respons
 fn render_site_page(site: &Site, req: &PageRequest) -> Result<Response, PageError> {
     match req.page.as_deref() {
         None | Some("repolist") => index::render(site, req),
+        Some("about") => about::render_site(site, req),
         Some(_) => Err(PageError::NotFound("Invalid request".into())),
     }
 }
@@ -198,6 +202,7 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
                 "blob" => blob::render(&ctx),
                 "plain" => plain::render(&ctx),
                 "tag" => tag::render(&ctx),
+                "about" => about::render(&ctx),
                 _ => Err(PageError::NotFound(format!(
                     "The '{page}' page is not available in this version of cgitd"
                 ))),

@@ -18,8 +18,9 @@ const MAX_ROWS: usize = 3000;
 const MAX_CHAIN_LOOKUPS: usize = 300;
 /// Blobs larger than this are not read for display at all.
 const MAX_BLOB_READ: u64 = 32 << 20;
-/// Text shown of a blob, at most.
-const MAX_TEXT_SHOWN: usize = 2 << 20;
+/// Text shown of a blob, at most: bytes and lines.
+const MAX_TEXT_SHOWN: usize = 1 << 20;
+const MAX_LINES_SHOWN: usize = 20_000;
 /// Bytes of a binary blob shown as a hex dump, at most.
 const MAX_HEX_SHOWN: usize = 64 << 10;
 
@@ -407,13 +408,13 @@ fn blob_view(
     if ctx.state.config.opts.enable_blame {
         view.blame_href = Some(links.page("blame", Some(path)));
     }
-    let mut shown = &data[..];
-    if data.len() > MAX_TEXT_SHOWN {
-        let end = data[..MAX_TEXT_SHOWN]
-            .rfind_byte(b'\n')
-            .map_or(MAX_TEXT_SHOWN, |i| i + 1);
-        shown = &data[..end];
-        view.cut = Some(format!("Showing the first {end} of {} bytes.", data.len()));
+    let shown = &data[..text_cut(&data)];
+    if shown.len() < data.len() {
+        view.cut = Some(format!(
+            "Showing the first {} of {} bytes.",
+            shown.len(),
+            data.len()
+        ));
     }
     let lines = shown.iter().filter(|b| **b == b'\n').count()
         + usize::from(shown.last().is_some_and(|b| *b != b'\n'));
@@ -422,6 +423,23 @@ fn blob_view(
         text: shown.to_str_lossy().into_owned(),
     };
     Ok(view)
+}
+
+/// Where to cut a text for display: after at most `MAX_LINES_SHOWN` lines and
+/// `MAX_TEXT_SHOWN` bytes, at a line end when there is one.
+fn text_cut(data: &[u8]) -> usize {
+    let limit = data.len().min(MAX_TEXT_SHOWN);
+    let by_lines = data[..limit]
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(MAX_LINES_SHOWN - 1)
+        .map(|(i, _)| i + 1);
+    match by_lines {
+        Some(end) => end,
+        None if limit == data.len() => limit,
+        None => data[..limit].rfind_byte(b'\n').map_or(limit, |i| i + 1),
+    }
 }
 
 /// 32 bytes a row: offset, hex bytes (a gap after 16), printable ASCII or `.`.
