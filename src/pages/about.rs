@@ -185,7 +185,7 @@ fn repo_env(ctx: &RepoCtx<'_>) -> Vec<(&'static str, String)> {
         ("CGIT_REPO_NAME", cfg.name.clone()),
         ("CGIT_REPO_PATH", cfg.path.display().to_string()),
         ("CGIT_REPO_OWNER", cfg.owner.clone()),
-        ("CGIT_REPO_DEFBRANCH", ctx.refs.defbranch.clone()),
+        ("CGIT_REPO_DEFBRANCH", ctx.defbranch.clone()),
         ("CGIT_REPO_SECTION", cfg.opts.section.clone()),
     ]
 }
