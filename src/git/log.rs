@@ -2,6 +2,7 @@
 
 use super::GitError;
 use super::tree::entry_at;
+use crate::cache::{WalkCache, WalkIds};
 use crate::repos::bloom::BloomFilters;
 use crate::repos::{Person, subject_of};
 use gix::ObjectId;
@@ -110,6 +111,8 @@ pub struct LogQuery<'a> {
     pub path: Option<&'a BStr>,
     /// The commit-graph's changed-path filters, to skip tree reads in path walks.
     pub bloom: Option<Arc<BloomFilters>>,
+    /// Where unfiltered walks are remembered for deeper pages.
+    pub walks: Option<&'a WalkCache>,
     pub filter: Option<Filter>,
     pub order: Order,
     pub skip: usize,
@@ -159,19 +162,72 @@ pub fn path_log(
 
 /// Runs a log query within the walk budget.
 pub fn query(repo: &gix::Repository, q: &LogQuery<'_>) -> Result<LogPage, GitError> {
+    if let (Some(walks), None) = (q.walks, &q.filter) {
+        return cached_query(repo, q, walks);
+    }
     let mut budget = Budget::new();
     let mut page = Collector::new(q);
+    for_each_id(repo, q, &mut budget, |id| page.offer(repo, id))?;
+    page.stopped_early = budget.exhausted;
+    Ok(page.finish())
+}
+
+/// An unfiltered query answered from the ids of an earlier walk when it reached far enough;
+/// otherwise the walk is redone to twice the depth, so paging through history costs O(depth)
+/// in total rather than per page.
+fn cached_query(
+    repo: &gix::Repository,
+    q: &LogQuery<'_>,
+    walks: &WalkCache,
+) -> Result<LogPage, GitError> {
+    let key = format!("{:?} {:?} {:?} {:?}", q.tips, q.hidden, q.path, q.order);
+    let need = q.skip + q.count + 1;
+    let known = walks.get(&key);
+    let walk = match known {
+        Some(w) if w.complete || w.ids.len() >= need => w,
+        previous => {
+            let target = need.max(previous.map_or(0, |w| w.ids.len() * 2));
+            let mut budget = Budget::new();
+            let mut ids = Vec::with_capacity(target.min(MAX_VISITS));
+            for_each_id(repo, q, &mut budget, |id| {
+                ids.push(id);
+                Ok(ids.len() >= target)
+            })?;
+            let complete = ids.len() < target && !budget.exhausted;
+            let walk = Arc::new(WalkIds { ids, complete });
+            if !budget.exhausted {
+                walks.put(key, Arc::clone(&walk));
+            }
+            walk
+        }
+    };
+    let end = walk.ids.len().min(q.skip + q.count);
+    let commits = walk.ids[q.skip.min(end)..end]
+        .iter()
+        .map(|id| read_commit(repo, *id))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(LogPage {
+        commits,
+        has_more: walk.ids.len() > q.skip + q.count,
+        stopped_early: !walk.complete && walk.ids.len() < need,
+    })
+}
+
+/// Feeds the ids the query selects (before filtering and paging), in order, to `sink` until it
+/// returns true, the history ends or the budget runs out.
+fn for_each_id(
+    repo: &gix::Repository,
+    q: &LogQuery<'_>,
+    budget: &mut Budget,
+    mut sink: impl FnMut(ObjectId) -> Result<bool, GitError>,
+) -> Result<(), GitError> {
     match q
         .path
         .filter(|p| super::tree::components(p).next().is_some())
     {
         None => {
             for id in ids(repo, &q.tips, &q.hidden, q.order)? {
-                if !budget.spend() {
-                    page.stopped_early = true;
-                    break;
-                }
-                if page.offer(repo, id?)? {
+                if !budget.spend() || sink(id?)? {
                     break;
                 }
             }
@@ -180,21 +236,20 @@ pub fn query(repo: &gix::Repository, q: &LogQuery<'_>) -> Result<LogPage, GitErr
             let allowed = if q.hidden.is_empty() {
                 None
             } else {
-                Some(reachable(repo, q, &mut budget)?)
+                Some(reachable(repo, q, budget)?)
             };
             let mut walk = PathWalk::new(repo, path, q.bloom.as_deref(), allowed);
             for tip in &q.tips {
                 walk.push(*tip)?;
             }
-            while let Some(id) = walk.next_changing(&mut budget)? {
-                if page.offer(repo, id)? {
+            while let Some(id) = walk.next_changing(budget)? {
+                if sink(id)? {
                     break;
                 }
             }
-            page.stopped_early = budget.exhausted;
         }
     }
-    Ok(page.finish())
+    Ok(())
 }
 
 /// Commits reachable from the tips but not from the hidden commits (for ranges with a path).

@@ -62,6 +62,7 @@ impl App {
             repos: Arc::new(repos),
             generation: old.generation + 1,
             fragments: Arc::clone(&old.fragments),
+            walks: Arc::clone(&old.walks),
         };
         *self.site.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(site);
         Ok(())

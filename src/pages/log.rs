@@ -209,6 +209,7 @@ fn build_query<'a>(
         hidden,
         path: ctx.req.path.as_ref().map(|p| p.as_bstr()),
         bloom: ctx.state.bloom(),
+        walks: Some(&ctx.site.walks),
         filter,
         order,
         skip: if show_graph { 0 } else { skip },

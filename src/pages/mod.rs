@@ -38,6 +38,8 @@ pub struct Site {
     pub generation: u64,
     /// Rendered fragments shared by every repository (kept across reloads).
     pub fragments: Arc<crate::cache::FragmentCache>,
+    /// Recent history walks, for deep log pages (kept across reloads).
+    pub walks: Arc<crate::cache::WalkCache>,
 }
 
 /// A complete response, body rendered into one buffer.
@@ -59,6 +61,7 @@ impl Site {
             repos: Arc::new(repos),
             generation: 0,
             fragments: Arc::new(fragments),
+            walks: Arc::default(),
         }
     }
 }
