@@ -157,3 +157,46 @@ mod tests {
         assert!(cache.is_empty());
     }
 }
+
+/// Commit ids of a history walk (in walk order), kept so that deeper pages of the same walk
+/// continue from what earlier pages found instead of starting over.
+#[derive(Debug, Default)]
+pub struct WalkIds {
+    pub ids: Vec<gix::ObjectId>,
+    /// The walk reached the end of history.
+    pub complete: bool,
+}
+
+/// Recent walks by (tips, exclusions, path, order); bounded in entries (each holds at most one
+/// walk budget of ids).
+#[derive(Debug)]
+pub struct WalkCache {
+    entries: Mutex<LruCache<String, Arc<WalkIds>>>,
+}
+
+/// Walks remembered at once.
+const WALKS: usize = 16;
+
+impl Default for WalkCache {
+    fn default() -> Self {
+        WalkCache {
+            entries: Mutex::new(LruCache::new(
+                std::num::NonZeroUsize::new(WALKS).expect("non-zero"),
+            )),
+        }
+    }
+}
+
+impl WalkCache {
+    pub fn get(&self, key: &str) -> Option<Arc<WalkIds>> {
+        self.lock().get(key).cloned()
+    }
+
+    pub fn put(&self, key: String, walk: Arc<WalkIds>) {
+        self.lock().put(key, walk);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<String, Arc<WalkIds>>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

@@ -219,3 +219,42 @@ fn metrics_endpoint_counts_requests_and_rebuilds() {
     assert!(m.contains("cgitd_fragment_cache_hits_total"));
     assert!(m.contains("cgitd_blocking_queue_depth"));
 }
+
+#[test]
+fn deep_log_pages_reuse_walks_and_stay_exact() {
+    let dir = TempDir::new("walks");
+    let work = dir.path().join("w");
+    init_repo(&work);
+    for i in 0..130 {
+        write(
+            &work,
+            if i % 3 == 0 { "a.txt" } else { "b.txt" },
+            format!("{i}\n"),
+        );
+        commit_all(&work, &format!("commit {i}"), "2024-01-01T00:00:00+00:00");
+    }
+    let rc = dir.path().join("cgitrc");
+    std::fs::write(&rc, format!("repo.url=r\nrepo.path={}\n", work.display())).unwrap();
+    let server = Server::start(&rc);
+    let ids_on = |url: &str| -> Vec<String> {
+        let mut ids: Vec<String> = hrefs(&server.get(url).text())
+            .into_iter()
+            .filter(|h| h.contains("/commit/"))
+            .filter_map(|h| h.split("id=").nth(1).map(|id| id[..40].to_string()))
+            .collect();
+        ids.dedup();
+        ids
+    };
+    for (path, gitpath) in [("", None), ("a.txt", Some("a.txt"))] {
+        let mut args = vec!["rev-list", "HEAD"];
+        if let Some(p) = gitpath {
+            args.extend(["--", p]);
+        }
+        let all: Vec<String> = git(&work, &args).lines().map(str::to_string).collect();
+        for ofs in [0, 50, 100, 10, 120] {
+            let ours = ids_on(&format!("/r/log/{path}?ofs={ofs}"));
+            let expected: Vec<String> = all.iter().skip(ofs).take(50).cloned().collect();
+            assert_eq!(ours, expected, "log/{path} ofs={ofs}");
+        }
+    }
+}

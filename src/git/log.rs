@@ -1,11 +1,24 @@
-//! Commit reading and history walks.
+//! Commit reading and history walks: plain, searched, ranged and path-limited logs.
 
 use super::GitError;
+use super::tree::entry_at;
+use crate::cache::{WalkCache, WalkIds};
+use crate::repos::bloom::BloomFilters;
 use crate::repos::{Person, subject_of};
 use gix::ObjectId;
-use gix::bstr::ByteSlice;
+use gix::bstr::{BStr, ByteSlice};
+use gix::objs::tree::EntryMode;
 use gix::revision::walk::Sorting;
 use gix::traverse::commit::simple::CommitTimeOrder;
+use gix::traverse::commit::topo;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Commits a searching or path-limited walk may look at before it gives up.
+const MAX_VISITS: usize = 200_000;
+/// Wall-clock budget of one walk.
+const MAX_WALK_TIME: Duration = Duration::from_secs(4);
 
 /// A decoded commit.
 #[derive(Clone, Debug)]
@@ -51,6 +64,59 @@ pub struct LogPage {
     pub commits: Vec<CommitInfo>,
     /// Whether another commit follows the page.
     pub has_more: bool,
+    /// The walk hit its time or visit budget: later matches may exist.
+    pub stopped_early: bool,
+}
+
+/// The order commits are listed in (cgit's `commit-sort`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Order {
+    /// git's default: newest commit date first.
+    #[default]
+    Default,
+    /// `--date-order`: no parent before its children, else by date.
+    Date,
+    /// `--topo-order`: no parent before its children, lines of history kept together.
+    Topo,
+}
+
+/// A message or identity search (cgit's `qt=grep|author|committer`), case-insensitive.
+#[derive(Clone, Debug)]
+pub enum Filter {
+    Grep(String),
+    Author(String),
+    Committer(String),
+}
+
+impl Filter {
+    fn matches(&self, c: &CommitInfo) -> bool {
+        let contains =
+            |hay: &str, needle: &str| hay.to_lowercase().contains(&needle.to_lowercase());
+        let person =
+            |p: &Person, needle: &str| contains(&format!("{} <{}>", p.name, p.email), needle);
+        match self {
+            Filter::Grep(q) => contains(&c.message, q),
+            Filter::Author(q) => person(&c.author, q),
+            Filter::Committer(q) => person(&c.committer, q),
+        }
+    }
+}
+
+/// What to list.
+#[derive(Clone, Debug, Default)]
+pub struct LogQuery<'a> {
+    pub tips: Vec<ObjectId>,
+    /// Commits whose ancestry is excluded (`^rev`, `a..b`).
+    pub hidden: Vec<ObjectId>,
+    pub path: Option<&'a BStr>,
+    /// The commit-graph's changed-path filters, to skip tree reads in path walks.
+    pub bloom: Option<Arc<BloomFilters>>,
+    /// Where unfiltered walks are remembered for deeper pages.
+    pub walks: Option<&'a WalkCache>,
+    pub filter: Option<Filter>,
+    pub order: Order,
+    pub skip: usize,
+    pub count: usize,
 }
 
 /// `count` commits from `tip` after skipping `skip`, newest first (git log's default order).
@@ -60,20 +126,489 @@ pub fn log(
     skip: usize,
     count: usize,
 ) -> Result<LogPage, GitError> {
-    let walk = repo
-        .rev_walk([tip])
-        .sorting(Sorting::ByCommitTime(CommitTimeOrder::NewestFirst))
-        .all()
-        .map_err(GitError::internal)?;
-    let mut commits = Vec::with_capacity(count);
-    let mut has_more = false;
-    for info in walk.skip(skip) {
-        let info = info.map_err(GitError::internal)?;
-        if commits.len() == count {
-            has_more = true;
+    query(
+        repo,
+        &LogQuery {
+            tips: vec![tip],
+            skip,
+            count,
+            ..LogQuery::default()
+        },
+    )
+}
+
+/// `count` commits from `tip` that change `path`, after skipping `skip`, with git's default
+/// history simplification.
+pub fn path_log(
+    repo: &gix::Repository,
+    bloom: Option<Arc<BloomFilters>>,
+    tip: ObjectId,
+    path: &BStr,
+    skip: usize,
+    count: usize,
+) -> Result<LogPage, GitError> {
+    query(
+        repo,
+        &LogQuery {
+            tips: vec![tip],
+            path: Some(path),
+            bloom,
+            skip,
+            count,
+            ..LogQuery::default()
+        },
+    )
+}
+
+/// Runs a log query within the walk budget.
+pub fn query(repo: &gix::Repository, q: &LogQuery<'_>) -> Result<LogPage, GitError> {
+    if let (Some(walks), None) = (q.walks, &q.filter) {
+        return cached_query(repo, q, walks);
+    }
+    let mut budget = Budget::new();
+    let mut page = Collector::new(q);
+    for_each_id(repo, q, &mut budget, |id| page.offer(repo, id))?;
+    page.stopped_early = budget.exhausted;
+    Ok(page.finish())
+}
+
+/// An unfiltered query answered from the ids of an earlier walk when it reached far enough;
+/// otherwise the walk is redone to twice the depth, so paging through history costs O(depth)
+/// in total rather than per page.
+fn cached_query(
+    repo: &gix::Repository,
+    q: &LogQuery<'_>,
+    walks: &WalkCache,
+) -> Result<LogPage, GitError> {
+    let key = format!("{:?} {:?} {:?} {:?}", q.tips, q.hidden, q.path, q.order);
+    let need = q.skip + q.count + 1;
+    let known = walks.get(&key);
+    let walk = match known {
+        Some(w) if w.complete || w.ids.len() >= need => w,
+        previous => {
+            let target = need.max(previous.map_or(0, |w| w.ids.len() * 2));
+            let mut budget = Budget::new();
+            let mut ids = Vec::with_capacity(target.min(MAX_VISITS));
+            for_each_id(repo, q, &mut budget, |id| {
+                ids.push(id);
+                Ok(ids.len() >= target)
+            })?;
+            let complete = ids.len() < target && !budget.exhausted;
+            let walk = Arc::new(WalkIds { ids, complete });
+            if !budget.exhausted {
+                walks.put(key, Arc::clone(&walk));
+            }
+            walk
+        }
+    };
+    let end = walk.ids.len().min(q.skip + q.count);
+    let commits = walk.ids[q.skip.min(end)..end]
+        .iter()
+        .map(|id| read_commit(repo, *id))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(LogPage {
+        commits,
+        has_more: walk.ids.len() > q.skip + q.count,
+        stopped_early: !walk.complete && walk.ids.len() < need,
+    })
+}
+
+/// Feeds the ids the query selects (before filtering and paging), in order, to `sink` until it
+/// returns true, the history ends or the budget runs out.
+fn for_each_id(
+    repo: &gix::Repository,
+    q: &LogQuery<'_>,
+    budget: &mut Budget,
+    mut sink: impl FnMut(ObjectId) -> Result<bool, GitError>,
+) -> Result<(), GitError> {
+    match q
+        .path
+        .filter(|p| super::tree::components(p).next().is_some())
+    {
+        None => {
+            for id in ids(repo, &q.tips, &q.hidden, q.order)? {
+                if !budget.spend() || sink(id?)? {
+                    break;
+                }
+            }
+        }
+        Some(path) => {
+            let allowed = if q.hidden.is_empty() {
+                None
+            } else {
+                Some(reachable(repo, q, budget)?)
+            };
+            let mut walk = PathWalk::new(repo, path, q.bloom.as_deref(), allowed);
+            for tip in &q.tips {
+                walk.push(*tip)?;
+            }
+            while let Some(id) = walk.next_changing(budget)? {
+                if sink(id)? {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Commits reachable from the tips but not from the hidden commits (for ranges with a path).
+fn reachable(
+    repo: &gix::Repository,
+    q: &LogQuery<'_>,
+    budget: &mut Budget,
+) -> Result<HashSet<ObjectId>, GitError> {
+    let mut set = HashSet::new();
+    for id in ids(repo, &q.tips, &q.hidden, Order::Default)? {
+        if !budget.spend() {
             break;
         }
-        commits.push(read_commit(repo, info.id)?);
+        set.insert(id?);
     }
-    Ok(LogPage { commits, has_more })
+    Ok(set)
+}
+
+/// Commit ids from the tips, minus the ancestry of `hidden`, in `order`.
+fn ids<'r>(
+    repo: &'r gix::Repository,
+    tips: &[ObjectId],
+    hidden: &[ObjectId],
+    order: Order,
+) -> Result<Box<dyn Iterator<Item = Result<ObjectId, GitError>> + 'r>, GitError> {
+    let sorting = match order {
+        Order::Default => {
+            let walk = repo
+                .rev_walk(tips.iter().copied())
+                .sorting(Sorting::ByCommitTime(CommitTimeOrder::NewestFirst))
+                .with_hidden(hidden.iter().copied())
+                .all()
+                .map_err(GitError::internal)?;
+            return Ok(Box::new(
+                walk.map(|info| info.map(|i| i.id).map_err(GitError::internal)),
+            ));
+        }
+        Order::Date => topo::Sorting::DateOrder,
+        Order::Topo => topo::Sorting::TopoOrder,
+    };
+    let walk =
+        topo::Builder::from_iters(&repo.objects, tips.iter().copied(), Some(hidden.to_vec()))
+            .sorting(sorting)
+            .with_commit_graph(repo.commit_graph_if_enabled().ok().flatten())
+            .build()
+            .map_err(GitError::internal)?;
+    Ok(Box::new(walk.map(|info| {
+        info.map(|i| i.id).map_err(GitError::internal)
+    })))
+}
+
+/// Limits on how much history one request may look at.
+struct Budget {
+    visits: usize,
+    deadline: Instant,
+    exhausted: bool,
+}
+
+impl Budget {
+    fn new() -> Budget {
+        Budget {
+            visits: MAX_VISITS,
+            deadline: Instant::now() + MAX_WALK_TIME,
+            exhausted: false,
+        }
+    }
+
+    /// Takes one visit; false once the budget is gone.
+    fn spend(&mut self) -> bool {
+        if self.visits == 0 || (self.visits.is_multiple_of(256) && Instant::now() > self.deadline) {
+            self.exhausted = true;
+            self.visits = 0;
+            return false;
+        }
+        self.visits -= 1;
+        true
+    }
+}
+
+/// Applies the filter, the offset and the page size to a stream of commits.
+struct Collector<'q> {
+    filter: Option<&'q Filter>,
+    skip: usize,
+    count: usize,
+    commits: Vec<CommitInfo>,
+    has_more: bool,
+    stopped_early: bool,
+}
+
+impl<'q> Collector<'q> {
+    fn new(q: &'q LogQuery<'_>) -> Collector<'q> {
+        Collector {
+            filter: q.filter.as_ref(),
+            skip: q.skip,
+            count: q.count,
+            commits: Vec::with_capacity(q.count.min(1000)),
+            has_more: false,
+            stopped_early: false,
+        }
+    }
+
+    /// Takes a candidate; true when the page is full and one more match was seen.
+    fn offer(&mut self, repo: &gix::Repository, id: ObjectId) -> Result<bool, GitError> {
+        if self.filter.is_none() && self.skip > 0 {
+            self.skip -= 1;
+            return Ok(false);
+        }
+        let info = read_commit(repo, id)?;
+        if self.filter.is_some_and(|f| !f.matches(&info)) {
+            return Ok(false);
+        }
+        if self.skip > 0 {
+            self.skip -= 1;
+            return Ok(false);
+        }
+        if self.commits.len() == self.count {
+            self.has_more = true;
+            return Ok(true);
+        }
+        self.commits.push(info);
+        Ok(false)
+    }
+
+    fn finish(self) -> LogPage {
+        LogPage {
+            commits: self.commits,
+            has_more: self.has_more,
+            stopped_early: self.stopped_early && !self.has_more,
+        }
+    }
+}
+
+/// What a path walk needs of a commit.
+struct Node {
+    time: u64,
+    tree: ObjectId,
+    parents: Vec<ObjectId>,
+}
+
+/// The path's entry in a commit's tree: `None` when the path does not exist there.
+type PathEntry = Option<(ObjectId, EntryMode)>;
+
+/// A newest-first walk that yields the commits changing one path, simplifying history like
+/// git's default: a commit TREESAME to a parent is not shown, and a merge TREESAME to one of
+/// its parents follows only that parent.
+struct PathWalk<'r> {
+    repo: &'r gix::Repository,
+    path: &'r BStr,
+    bloom: Option<&'r BloomFilters>,
+    graph: Option<gix::commitgraph::Graph>,
+    allowed: Option<HashSet<ObjectId>>,
+    queue: BinaryHeap<Queued>,
+    seen: HashSet<ObjectId>,
+    nodes: HashMap<ObjectId, Node>,
+    entries: HashMap<ObjectId, PathEntry>,
+    seq: u64,
+    buf: Vec<u8>,
+}
+
+/// Queue order: newest commit first, then first queued first (like git's date queue).
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Queued {
+    time: u64,
+    seq: std::cmp::Reverse<u64>,
+    id: ObjectId,
+}
+
+impl<'r> PathWalk<'r> {
+    fn new(
+        repo: &'r gix::Repository,
+        path: &'r BStr,
+        bloom: Option<&'r BloomFilters>,
+        allowed: Option<HashSet<ObjectId>>,
+    ) -> PathWalk<'r> {
+        PathWalk {
+            repo,
+            path,
+            bloom,
+            graph: repo.commit_graph_if_enabled().ok().flatten(),
+            allowed,
+            queue: BinaryHeap::new(),
+            seen: HashSet::new(),
+            nodes: HashMap::new(),
+            entries: HashMap::new(),
+            seq: 0,
+            buf: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, id: ObjectId) -> Result<(), GitError> {
+        if self.allowed.as_ref().is_some_and(|a| !a.contains(&id)) || !self.seen.insert(id) {
+            return Ok(());
+        }
+        let time = self.node(id)?.time;
+        self.seq += 1;
+        self.queue.push(Queued {
+            time,
+            seq: std::cmp::Reverse(self.seq),
+            id,
+        });
+        Ok(())
+    }
+
+    /// The next commit that changes the path; `None` at the end of history or of the budget.
+    fn next_changing(&mut self, budget: &mut Budget) -> Result<Option<ObjectId>, GitError> {
+        while let Some(Queued { id, .. }) = self.queue.pop() {
+            if !budget.spend() {
+                return Ok(None);
+            }
+            let node = self
+                .nodes
+                .remove(&id)
+                .map_or_else(|| self.read_node(id), Ok)?;
+            if self.unchanged_from_first_parent(id, &node) {
+                self.entries.remove(&id);
+                self.push(node.parents[0])?;
+                continue;
+            }
+            let parents: Vec<ObjectId> = match &self.allowed {
+                Some(allowed) => node
+                    .parents
+                    .iter()
+                    .copied()
+                    .filter(|p| allowed.contains(p))
+                    .collect(),
+                None => node.parents.clone(),
+            };
+            let own = self.entry(id, node.tree)?;
+            self.entries.remove(&id);
+            let mut treesame_parent = None;
+            for parent in &parents {
+                if self.treesame(own, *parent)? {
+                    treesame_parent = Some(*parent);
+                    break;
+                }
+            }
+            match treesame_parent {
+                Some(parent) => self.push(parent)?,
+                None => {
+                    for parent in parents.iter().copied() {
+                        self.push(parent)?;
+                    }
+                    let root_without_path = node.parents.is_empty() && own.is_none();
+                    if !root_without_path {
+                        return Ok(Some(id));
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether the commit-graph's Bloom filter says for certain that the path is the same in
+    /// `id` and its first parent — then the commit is TREESAME to it and no tree is read.
+    fn unchanged_from_first_parent(&self, id: ObjectId, node: &Node) -> bool {
+        let Some(first) = node.parents.first() else {
+            return false;
+        };
+        let allowed = self.allowed.as_ref().is_none_or(|a| a.contains(first));
+        allowed
+            && self
+                .bloom
+                .and_then(|b| b.maybe_changed(id.as_bytes(), self.path))
+                == Some(false)
+    }
+
+    /// Whether the path is the same in `parent` as `own` (the child's entry).
+    fn treesame(&mut self, own: PathEntry, parent: ObjectId) -> Result<bool, GitError> {
+        let tree = self.node(parent)?.tree;
+        Ok(self.entry(parent, tree)? == own)
+    }
+
+    /// The path's entry in commit `id` with root tree `tree`, cached until the commit is shown.
+    fn entry(&mut self, id: ObjectId, tree: ObjectId) -> Result<PathEntry, GitError> {
+        if let Some(e) = self.entries.get(&id) {
+            return Ok(*e);
+        }
+        let e = entry_at(self.repo, tree, self.path, &mut self.buf)?;
+        self.entries.insert(id, e);
+        Ok(e)
+    }
+
+    fn node(&mut self, id: ObjectId) -> Result<&Node, GitError> {
+        if !self.nodes.contains_key(&id) {
+            let node = self.read_node(id)?;
+            self.nodes.insert(id, node);
+        }
+        Ok(&self.nodes[&id])
+    }
+
+    /// Parents, tree and date of a commit: from the commit-graph when it has the commit.
+    fn read_node(&mut self, id: ObjectId) -> Result<Node, GitError> {
+        if let Some(graph) = &self.graph
+            && let Some(c) = graph.commit_by_id(id)
+        {
+            let parents = c
+                .iter_parents()
+                .map(|p| p.map(|pos| graph.id_at(pos).to_owned()))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(GitError::internal)?;
+            return Ok(Node {
+                time: c.committer_timestamp(),
+                tree: c.root_tree_id().to_owned(),
+                parents,
+            });
+        }
+        let commit = self
+            .repo
+            .find_commit(id)
+            .map_err(|_| GitError::NotFound(format!("Bad commit: {id}")))?;
+        let c = commit.decode().map_err(GitError::internal)?;
+        let time = c
+            .committer()
+            .ok()
+            .and_then(|s| s.time().ok())
+            .map_or(0, |t| t.seconds);
+        Ok(Node {
+            time: time.max(0) as u64,
+            tree: c.tree(),
+            parents: c.parents().collect(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_run_out() {
+        let mut budget = Budget {
+            visits: 2,
+            deadline: Instant::now() + Duration::from_secs(60),
+            exhausted: false,
+        };
+        assert!(budget.spend() && budget.spend());
+        assert!(!budget.spend());
+        assert!(budget.exhausted);
+    }
+
+    #[test]
+    fn filters_ignore_case() {
+        let person = |name: &str| Person {
+            name: name.into(),
+            email: "x@example.com".into(),
+            time: gix::date::Time::default(),
+        };
+        let c = CommitInfo {
+            id: ObjectId::null(gix::hash::Kind::Sha1),
+            tree: ObjectId::null(gix::hash::Kind::Sha1),
+            parents: Vec::new(),
+            author: person("Ada Lovelace"),
+            committer: person("Bob"),
+            subject: "Fix Parser".into(),
+            message: "Fix Parser\n\nDetails".into(),
+        };
+        assert!(Filter::Grep("details".into()).matches(&c));
+        assert!(Filter::Author("LOVELACE".into()).matches(&c));
+        assert!(Filter::Author("EXAMPLE.com".into()).matches(&c));
+        assert!(!Filter::Committer("ada".into()).matches(&c));
+    }
 }

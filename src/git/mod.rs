@@ -1,9 +1,11 @@
 //! Read-only git queries over gix, returning plain data: no HTML, no HTTP.
 
 pub mod archive;
+pub mod changes;
 pub mod files;
 pub mod log;
 pub mod rev;
+pub mod tree;
 
 pub use log::{CommitInfo, LogPage};
 

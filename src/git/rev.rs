@@ -33,3 +33,37 @@ pub fn peel_to_commit(repo: &gix::Repository, id: ObjectId) -> Option<ObjectId> 
     let commit = object.peel_to_kind(gix::object::Kind::Commit).ok()?;
     Some(commit.id)
 }
+
+/// The commits a `qt=range` search names: whitespace-separated revisions, `^rev` and `a..b`
+/// exclude. Returns (tips, hidden). Option-like tokens are refused; `a...b` is not supported.
+pub fn resolve_range(
+    repo: &gix::Repository,
+    q: &str,
+) -> Result<(Vec<ObjectId>, Vec<ObjectId>), GitError> {
+    let mut tips = Vec::new();
+    let mut hidden = Vec::new();
+    for token in q.split_whitespace() {
+        if token.starts_with('-') {
+            return Err(GitError::BadRequest(format!("Invalid revision: {token}")));
+        }
+        if token.contains("...") {
+            return Err(GitError::BadRequest(format!(
+                "Symmetric ranges are not supported: {token}"
+            )));
+        }
+        if let Some(rest) = token.strip_prefix('^') {
+            hidden.push(resolve_commit(repo, rest)?);
+        } else if let Some((from, to)) = token.split_once("..") {
+            hidden.push(resolve_commit(repo, or_head(from))?);
+            tips.push(resolve_commit(repo, or_head(to))?);
+        } else {
+            tips.push(resolve_commit(repo, token)?);
+        }
+    }
+    Ok((tips, hidden))
+}
+
+/// An empty side of `a..b` means HEAD, as in git.
+fn or_head(rev: &str) -> &str {
+    if rev.is_empty() { "HEAD" } else { rev }
+}

@@ -68,6 +68,7 @@ impl App {
             repos: Arc::new(repos),
             generation: old.generation + 1,
             fragments: Arc::clone(&old.fragments),
+            walks: Arc::clone(&old.walks),
         };
         *self.site.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(site);
         Ok(())
@@ -121,6 +122,11 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         .get(header::IF_NONE_MATCH)
         .and_then(|h| h.to_str().ok())
         .map(str::to_string);
+    req.surrogate_esi = request
+        .headers()
+        .get("surrogate-capability")
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|v| v.contains("ESI/1.0"));
     let page_label = metric_label(&req);
     let (page, expensive) = render_admitted(&app, &site, req).await;
     app.metrics

@@ -108,12 +108,19 @@ impl<'a> Frame<'a> {
                 active: label == active,
             })
         };
-        if !cfg.opts.readme.is_empty() {
+        if super::readme::locate(ctx).is_some_and(|r| r.is_servable()) {
             tab("about", l.page("about", None, head, &[]));
         }
         tab("summary", with_head(&l.summary(), &l, head));
         tab("refs", l.page("refs", None, head, &id_arg));
-        tab("log", l.page("log", path, head, &[]));
+        let mut log_args = Vec::new();
+        if ctx.req.query.showmsg {
+            log_args.push(("showmsg", "1"));
+        }
+        if ctx.req.query.follow {
+            log_args.push(("follow", "1"));
+        }
+        tab("log", l.page("log", path, head, &log_args));
         tab("tree", l.page("tree", path, head, &id_arg));
         tab("commit", l.page("commit", path, head, &id_arg));
         tab("diff", l.page("diff", path, head, &id_arg));
@@ -123,6 +130,12 @@ impl<'a> Frame<'a> {
         let mut search_hidden = Vec::new();
         if ctx.head != ctx.defbranch {
             search_hidden.push(("h", ctx.head.clone()));
+        }
+        if let Some(id) = id {
+            search_hidden.push(("id", id.to_string()));
+        }
+        if ctx.req.query.showmsg {
+            search_hidden.push(("showmsg", "1".to_string()));
         }
         let mut branches: Vec<String> = ctx.refs.branches.iter().map(|b| b.name.clone()).collect();
         branches.sort();

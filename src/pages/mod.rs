@@ -1,18 +1,28 @@
 //! cgit's pages: each a function from (site, repository state, parsed request) to a buffered
 //! response. Nothing here knows about HTTP servers; `render` serves the server, the CLI and tests.
 
+mod about;
+mod blob;
 mod clone;
 mod error;
+mod filter;
 mod format;
 mod frame;
+mod graph;
 pub mod html;
 mod index;
 pub mod links;
+mod log;
+mod mime;
+mod plain;
+mod readme;
 mod refs;
 mod request;
 mod shared;
 mod snapshot;
 mod summary;
+mod tag;
+mod tree;
 mod validators;
 
 pub use error::PageError;
@@ -30,6 +40,8 @@ pub struct Site {
     pub generation: u64,
     /// Rendered fragments shared by every repository (kept across reloads).
     pub fragments: Arc<crate::cache::FragmentCache>,
+    /// Recent history walks, for deep log pages (kept across reloads).
+    pub walks: Arc<crate::cache::WalkCache>,
 }
 
 /// A complete response: status, headers and a body.
@@ -86,6 +98,7 @@ impl Site {
             repos: Arc::new(repos),
             generation: 0,
             fragments: Arc::new(fragments),
+            walks: Arc::default(),
         }
     }
 }
@@ -188,6 +201,7 @@ fn with_body_etag(site: &Site, req: &PageRequest, response: Response) -> Respons
 fn render_site_page(site: &Site, req: &PageRequest) -> Result<Response, PageError> {
     match req.page.as_deref() {
         None | Some("repolist") => index::render(site, req),
+        Some("about") => about::render_site(site, req),
         Some(_) => Err(PageError::NotFound("Invalid request".into())),
     }
 }
@@ -227,6 +241,12 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
                 "HEAD" => clone::head(&ctx),
                 "objects" => clone::objects(&ctx),
                 "snapshot" => snapshot::render(&ctx),
+                "log" => log::render(&ctx),
+                "tree" => tree::render(&ctx),
+                "blob" => blob::render(&ctx),
+                "plain" => plain::render(&ctx),
+                "tag" => tag::render(&ctx),
+                "about" => about::render(&ctx),
                 _ => Err(PageError::NotFound(format!(
                     "The '{page}' page is not available in this version of cgitd"
                 ))),

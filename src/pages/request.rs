@@ -41,4 +41,6 @@ pub struct PageRequest {
     pub target: String,
     /// The `If-None-Match` header, for conditional requests.
     pub if_none_match: Option<String>,
+    /// Whether a surrogate in front of us processes ESI (`Surrogate-Capability: …ESI/1.0`).
+    pub surrogate_esi: bool,
 }

@@ -223,6 +223,67 @@ pub fn log_row(ctx: &RepoCtx<'_>, c: &CommitInfo) -> LogRow {
     }
 }
 
+/// The commit a tree-like page shows: `id`, else `h`, peeled to a commit, with cgit's messages.
+pub fn page_commit(ctx: &RepoCtx<'_>) -> Result<ObjectId, super::PageError> {
+    use super::PageError;
+    let rev = ctx.req.query.id.as_deref().unwrap_or(&ctx.head);
+    match crate::git::rev::resolve(ctx.repo, rev) {
+        Ok(id) => crate::git::rev::peel_to_commit(ctx.repo, id)
+            .ok_or_else(|| PageError::NotFound(format!("Invalid commit reference: {rev}"))),
+        Err(crate::git::GitError::NotFound(_)) => {
+            Err(PageError::NotFound(format!("Invalid revision name: {rev}")))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A link for tree-like pages: the current `h`, and `id` unless it equals the head.
+pub fn rev_link(ctx: &RepoCtx<'_>, page: &str, path: Option<&[u8]>) -> String {
+    let id: Vec<(&str, &str)> = ctx
+        .req
+        .query
+        .id
+        .as_deref()
+        .filter(|id| *id != ctx.head)
+        .map(|id| ("id", id))
+        .into_iter()
+        .collect();
+    ctx.links().page(page, path, Some(&ctx.head), &id)
+}
+
+/// A `Content-Disposition: inline` value naming `name`; bytes a header cannot carry become `_`.
+pub fn inline_disposition(name: &[u8]) -> String {
+    let mut out = String::from("inline; filename=\"");
+    for &b in name {
+        match b {
+            b'"' | b'\\' => {
+                out.push('\\');
+                out.push(b as char);
+            }
+            0x20..=0x7e => out.push(b as char),
+            _ => out.push('_'),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `path:` crumbs: `root` (its href made for `None`), then one per path component (href made
+/// for the path up to it).
+pub fn path_crumbs(path: &[u8], href: impl Fn(Option<&[u8]>) -> String) -> Vec<(String, String)> {
+    let mut out = vec![("root".to_string(), href(None))];
+    let mut offset = 0;
+    for part in path.split(|b| *b == b'/') {
+        offset += part.len();
+        if !part.is_empty() {
+            let label = String::from_utf8_lossy(part).into_owned();
+            out.push((label, href(Some(&path[..offset]))));
+        }
+        offset += 1;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::truncate_subject;

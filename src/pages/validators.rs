@@ -7,7 +7,7 @@ use crate::config::Globals;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 /// A weak validator for a repository page: the request target (every parameter), the
-/// configuration generation, the ref snapshot version and the cgitd version.
+/// configuration generation, the ref snapshot version, whether ESI is on and the cgitd version.
 pub fn repo_etag(site: &Site, req: &PageRequest, refs_version: u64) -> String {
     let mut h = DefaultHasher::new();
     (
@@ -15,6 +15,7 @@ pub fn repo_etag(site: &Site, req: &PageRequest, refs_version: u64) -> String {
         site.generation,
         &req.target,
         refs_version,
+        req.surrogate_esi,
     )
         .hash(&mut h);
     format!("W/\"{:016x}\"", h.finish())

@@ -1,6 +1,7 @@
 //! Resident repository state: each configured repository opened once with gix, a pool of warm
 //! handles, and the ref snapshot kept fresh by cheap change detection.
 
+pub mod bloom;
 mod refs;
 mod stamp;
 
@@ -103,6 +104,12 @@ impl RepoState {
             .unwrap_or_else(|| "master".into())
     }
 
+    /// The changed-path Bloom filters of the repository's commit-graph, if it has any
+    /// (re-opened when the commit-graph is rewritten).
+    pub fn bloom(&self) -> Option<Arc<bloom::BloomFilters>> {
+        self.git.bloom()
+    }
+
     pub fn git_dir(&self) -> &Path {
         &self.git.path
     }
@@ -125,6 +132,26 @@ struct GitRepo {
     handles: Mutex<Vec<gix::Repository>>,
     refs: Mutex<Option<CachedRefs>>,
     rebuilds: Counter,
+    bloom: Mutex<Option<CachedBloom>>,
+}
+
+struct CachedBloom {
+    filters: Option<Arc<bloom::BloomFilters>>,
+    stamp: Vec<Option<(u64, i64, i64)>>,
+    checked: Instant,
+}
+
+/// Inode and mtime of each commit-graph source file, to notice rewrites.
+fn bloom_stamp(git_dir: &Path) -> Vec<Option<(u64, i64, i64)>> {
+    use std::os::unix::fs::MetadataExt;
+    bloom::BloomFilters::sources(git_dir)
+        .iter()
+        .map(|p| {
+            std::fs::metadata(p)
+                .ok()
+                .map(|m| (m.ino(), m.mtime(), m.mtime_nsec()))
+        })
+        .collect()
 }
 
 struct CachedRefs {
@@ -141,6 +168,7 @@ impl GitRepo {
             opened: OnceLock::new(),
             handles: Mutex::new(Vec::new()),
             refs: Mutex::new(None),
+            bloom: Mutex::new(None),
         }
     }
 
@@ -175,6 +203,27 @@ impl GitRepo {
             handles.push(repo);
         }
         Ok(result)
+    }
+
+    fn bloom(&self) -> Option<Arc<bloom::BloomFilters>> {
+        let mut cached = self.bloom.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = cached.as_ref()
+            && c.checked.elapsed() < REF_CHECK_INTERVAL
+        {
+            return c.filters.clone();
+        }
+        let stamp = bloom_stamp(&self.path);
+        match cached.as_mut() {
+            Some(c) if c.stamp == stamp => c.checked = Instant::now(),
+            _ => {
+                *cached = Some(CachedBloom {
+                    filters: bloom::BloomFilters::open(&self.path).map(Arc::new),
+                    stamp,
+                    checked: Instant::now(),
+                })
+            }
+        }
+        cached.as_ref().and_then(|c| c.filters.clone())
     }
 
     fn refs(&self, repo: &gix::Repository) -> Result<Arc<RefSnapshot>, RepoError> {

@@ -245,3 +245,95 @@ pub fn hrefs(html: &str) -> Vec<String> {
         .map(|s| s.replace("&amp;", "&"))
         .collect()
 }
+
+/// A free loopback port (bound and released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A real varnishd on 127.0.0.1 in front of `backend`, with contrib/varnish/cgitd-esi.vcl;
+/// killed on drop.
+pub struct Varnish {
+    child: Child,
+    pub addr: String,
+    workdir: TempDir,
+}
+
+impl Varnish {
+    /// `None` when varnishd is not installed (CI installs it; see .ci/run).
+    pub fn start(backend: &str) -> Option<Varnish> {
+        if Command::new("varnishd").arg("-V").output().is_err() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "varnishd must be installed in CI (.ci/run installs it)"
+            );
+            eprintln!("!!! varnishd is not installed: SKIPPING the Varnish test");
+            return None;
+        }
+        let workdir = TempDir::new("varnish");
+        let (host, port) = backend.rsplit_once(':').unwrap();
+        let vcl = workdir.path().join("main.vcl");
+        let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/varnish/cgitd-esi.vcl");
+        std::fs::write(
+            &vcl,
+            format!(
+                "vcl 4.1;\nbackend default {{ .host = \"{host}\"; .port = \"{port}\"; }}\ninclude \"{}\";\n",
+                include.display()
+            ),
+        )
+        .unwrap();
+        let port = free_port();
+        let child = Command::new("varnishd")
+            .args(["-F", "-a", &format!("127.0.0.1:{port}"), "-f"])
+            .arg(&vcl)
+            .arg("-n")
+            .arg(workdir.path().join("n"))
+            .args(["-s", "malloc,64m"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("varnishd starts");
+        let addr = format!("127.0.0.1:{port}");
+        for _ in 0..100 {
+            if TcpStream::connect(&addr).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Some(Varnish {
+            child,
+            addr,
+            workdir,
+        })
+    }
+
+    pub fn get(&self, target: &str) -> Response {
+        request(&self.addr, "GET", target, &[])
+    }
+
+    /// A counter from varnishstat, e.g. `MAIN.cache_hit`.
+    pub fn stat(&self, name: &str) -> u64 {
+        let out = Command::new("varnishstat")
+            .arg("-n")
+            .arg(self.workdir.path().join("n"))
+            .args(["-1", "-f", name])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Varnish {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,163 @@
+//! Trees and blobs: entries at a path, directory listings with sizes, bounded blob reads.
+
+use super::GitError;
+use gix::ObjectId;
+use gix::bstr::{BStr, BString, ByteSlice};
+use gix::objs::FindExt;
+use gix::objs::tree::EntryMode;
+
+/// One entry of a tree.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub name: BString,
+    pub mode: EntryMode,
+    pub id: ObjectId,
+}
+
+/// What a path in a tree names.
+#[derive(Clone, Debug)]
+pub enum Found {
+    Tree(ObjectId),
+    Blob { id: ObjectId, mode: EntryMode },
+    Submodule(ObjectId),
+}
+
+/// Splits a URL path into non-empty components.
+pub fn components(path: &BStr) -> impl DoubleEndedIterator<Item = &BStr> {
+    path.split(|b| *b == b'/')
+        .filter(|c| !c.is_empty())
+        .map(|c| c.as_bstr())
+}
+
+/// The tree entry at `path` below `tree` (no entry for the root itself), reusing `buf`.
+/// This is the hot function of path-limited history walks.
+pub fn entry_at(
+    repo: &gix::Repository,
+    tree: ObjectId,
+    path: &BStr,
+    buf: &mut Vec<u8>,
+) -> Result<Option<(ObjectId, EntryMode)>, GitError> {
+    let mut current = tree;
+    let mut parts = components(path).peekable();
+    while let Some(name) = parts.next() {
+        let iter = repo
+            .objects
+            .find_tree_iter(&current, buf)
+            .map_err(GitError::internal)?;
+        let mut found = None;
+        for entry in iter {
+            let entry = entry.map_err(GitError::internal)?;
+            if entry.filename == name {
+                found = Some((entry.oid.to_owned(), entry.mode));
+                break;
+            }
+        }
+        let Some((id, mode)) = found else {
+            return Ok(None);
+        };
+        if parts.peek().is_none() {
+            return Ok(Some((id, mode)));
+        }
+        if !mode.is_tree() {
+            return Ok(None);
+        }
+        current = id;
+    }
+    Ok(None)
+}
+
+/// Resolves `path` (empty: the root) in `tree`.
+pub fn find(
+    repo: &gix::Repository,
+    tree: ObjectId,
+    path: &BStr,
+) -> Result<Option<Found>, GitError> {
+    if components(path).next().is_none() {
+        return Ok(Some(Found::Tree(tree)));
+    }
+    let mut buf = Vec::new();
+    Ok(entry_at(repo, tree, path, &mut buf)?.map(|(id, mode)| {
+        if mode.is_tree() {
+            Found::Tree(id)
+        } else if mode.is_commit() {
+            Found::Submodule(id)
+        } else {
+            Found::Blob { id, mode }
+        }
+    }))
+}
+
+/// The entries of a tree in git's order.
+pub fn entries(repo: &gix::Repository, tree: ObjectId) -> Result<Vec<Entry>, GitError> {
+    let tree = repo
+        .find_tree(tree)
+        .map_err(|_| GitError::NotFound(format!("Bad tree: {tree}")))?;
+    let decoded = tree.decode().map_err(GitError::internal)?;
+    Ok(decoded
+        .entries
+        .iter()
+        .map(|e| Entry {
+            name: e.filename.to_owned(),
+            mode: e.mode,
+            id: e.oid.to_owned(),
+        })
+        .collect())
+}
+
+/// The size in bytes of an object, without reading it.
+pub fn object_size(repo: &gix::Repository, id: ObjectId) -> Result<u64, GitError> {
+    repo.find_header(id)
+        .map(|h| h.size())
+        .map_err(|_| GitError::NotFound(format!("Bad object: {id}")))
+}
+
+/// The kind of an object, without reading it.
+pub fn object_kind(repo: &gix::Repository, id: ObjectId) -> Option<gix::object::Kind> {
+    repo.find_header(id).ok().map(|h| h.kind())
+}
+
+/// The names of a chain of directories that each hold exactly one directory (cgit shows
+/// `a / b / c` as one row), starting below `tree`. Bounded to `max` links.
+pub fn single_child_chain(
+    repo: &gix::Repository,
+    tree: ObjectId,
+    max: usize,
+) -> Result<Vec<Entry>, GitError> {
+    let mut chain = Vec::new();
+    let mut current = tree;
+    while chain.len() < max {
+        let mut children = entries(repo, current)?;
+        if children.len() != 1 || !children[0].mode.is_tree() {
+            break;
+        }
+        let child = children.remove(0);
+        current = child.id;
+        chain.push(child);
+    }
+    Ok(chain)
+}
+
+/// A blob's bytes, possibly only its beginning.
+pub struct Blob {
+    pub data: Vec<u8>,
+    /// The whole blob's size.
+    pub size: u64,
+}
+
+/// Reads a whole blob.
+pub fn read_blob(repo: &gix::Repository, id: ObjectId) -> Result<Blob, GitError> {
+    let object = repo
+        .find_object(id)
+        .map_err(|_| GitError::NotFound(format!("Bad object name: {id}")))?;
+    if object.kind != gix::object::Kind::Blob {
+        return Err(GitError::NotFound(format!("Not a blob: {id}")));
+    }
+    let data = object.detach().data;
+    let size = data.len() as u64;
+    Ok(Blob { data, size })
+}
+
+/// Whether bytes look binary the way git decides it: a NUL in the first 8000 bytes.
+pub fn is_binary(data: &[u8]) -> bool {
+    data[..data.len().min(8000)].contains(&0)
+}

@@ -1,0 +1,191 @@
+//! about: the repository's readme (or the site's `root-readme`), rendered and sanitized inside
+//! `div#summary`; `about/<path>` serves files beside a readme kept in the repository.
+
+use super::blob::safe_headers;
+use super::frame::{self, Frame};
+use super::readme::{self, Location};
+use super::{PageError, PageRequest, RepoCtx, Response, Site};
+use crate::git::tree::{self as gtree, Found};
+use askama::Template;
+use gix::bstr::ByteSlice;
+
+#[derive(Template)]
+#[template(path = "about.html")]
+struct About {
+    /// Sanitized HTML.
+    html: String,
+}
+
+/// A relative URL rewriter for rendered readmes.
+type Rewrite<'a> = Box<dyn Fn(&str) -> Option<String> + Sync + 'a>;
+
+pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
+    if ctx.req.path.is_none() && !ctx.req.trailing_slash {
+        return Ok(Response::redirect(301, with_slash(&ctx.req.target)));
+    }
+    let Some(loc) = readme::locate(ctx) else {
+        let target = ctx
+            .state
+            .config
+            .homepage
+            .clone()
+            .unwrap_or_else(|| ctx.links().summary());
+        return Ok(Response::redirect(302, target));
+    };
+    if let Location::Outside = loc {
+        return Err(PageError::NotFound(
+            "The readme lies outside the repository".into(),
+        ));
+    }
+    let (name, data, rewrite) = match (&ctx.req.path, &loc) {
+        (None, _) => {
+            let data = readme::read(ctx, &loc)
+                .ok_or_else(|| PageError::NotFound("Readme too large or unreadable".into()))?;
+            (loc.name(), data, rewriter(ctx, &loc))
+        }
+        (Some(sub), Location::Tree { rev, path, .. }) => {
+            let dir = parent(path);
+            let (target, _) = readme::resolve_link(dir, &sub.to_str_lossy())
+                .ok_or_else(|| PageError::NotFound("Not found".into()))?;
+            let data = sibling(ctx, rev, &target)?;
+            let name = target.to_str_lossy().into_owned();
+            let declared = super::mime::for_filename(&ctx.site.config.globals, &target);
+            if let Some(mime) =
+                declared.filter(|m| m.starts_with("image/") || m.starts_with("video/"))
+            {
+                return Ok(raw(mime, data));
+            }
+            (name, data, tree_rewriter(ctx, rev, parent(&target)))
+        }
+        (Some(_), _) => return Err(PageError::NotFound("Not found".into())),
+    };
+    let filter = ctx.state.config.opts.about_filter.as_deref();
+    let body = About {
+        html: render_readme(filter, &repo_env(ctx), &name, &data, &*rewrite),
+    };
+    let frame = Frame::repo(ctx, "about");
+    Ok(Response::html(frame::wrap(ctx.site, &frame, &body)))
+}
+
+/// The site's about page: `root-readme`, rendered the same way (relative links removed).
+pub fn render_site(site: &Site, req: &PageRequest) -> Result<Response, PageError> {
+    let g = &site.config.globals;
+    let path = g
+        .root_readme
+        .as_ref()
+        .ok_or_else(|| PageError::NotFound("Not found".into()))?;
+    let data = readme::read_file(std::path::Path::new(path))
+        .ok_or_else(|| PageError::NotFound("Not found".into()))?;
+    let body = About {
+        html: render_readme(
+            g.defaults.about_filter.as_deref(),
+            &[],
+            path,
+            &data,
+            &|_| None,
+        ),
+    };
+    let frame = Frame::site(site, req, Some("about"));
+    Ok(Response::html(frame::wrap(site, &frame, &body)))
+}
+
+/// A readme as sanitized HTML: through the about-filter when one is configured, else Markdown
+/// or escaped text.
+fn render_readme(
+    filter: Option<&str>,
+    env: &[(&str, String)],
+    name: &str,
+    data: &[u8],
+    rewrite: &(dyn Fn(&str) -> Option<String> + Sync),
+) -> String {
+    if let Some(program) = filter.and_then(super::filter::exec_program) {
+        match super::filter::run(program, &[name], env, data) {
+            Ok(out) => return readme::sanitize(&String::from_utf8_lossy(&out), rewrite),
+            Err(e) => tracing::warn!("about-filter: {e}"),
+        }
+    }
+    let text = String::from_utf8_lossy(data);
+    if readme::is_markdown(name, &text) {
+        readme::markdown_html(&text, rewrite)
+    } else {
+        format!("<pre>{}</pre>", super::html::escape(&text))
+    }
+}
+
+/// Relative links of a readme in the repository point at `plain` files at its revision;
+/// readmes from disk get none.
+fn rewriter<'a>(ctx: &'a RepoCtx<'_>, loc: &Location) -> Rewrite<'a> {
+    match loc {
+        Location::Tree { rev, path, .. } => tree_rewriter(ctx, rev, parent(path)),
+        _ => Box::new(|_| None),
+    }
+}
+
+/// Links relative to `dir` become `plain` links at `rev`.
+fn tree_rewriter<'a>(ctx: &'a RepoCtx<'_>, rev: &str, dir: &[u8]) -> Rewrite<'a> {
+    let dir = dir.to_vec();
+    let rev = rev.to_string();
+    let links = ctx.links();
+    Box::new(move |url| {
+        let (target, tail) = readme::resolve_link(&dir, url)?;
+        let mut href = links.page("plain", Some(&target), Some(&rev), &[]);
+        if tail.starts_with('#') {
+            href.push_str(&tail);
+        }
+        Some(href)
+    })
+}
+
+/// The directory part of a path.
+fn parent(path: &[u8]) -> &[u8] {
+    path.rfind_byte(b'/').map_or(&b""[..], |i| &path[..i])
+}
+
+/// A file at `rev` (bounded like readmes).
+fn sibling(ctx: &RepoCtx<'_>, rev: &str, path: &[u8]) -> Result<Vec<u8>, PageError> {
+    let not_found = || PageError::NotFound("Not found".into());
+    let commit = crate::git::rev::resolve_commit(ctx.repo, rev)?;
+    let tree = crate::git::log::read_commit(ctx.repo, commit)?.tree;
+    match gtree::find(ctx.repo, tree, path.as_bstr())? {
+        Some(Found::Blob { id, .. }) => readme::read(
+            ctx,
+            &Location::Tree {
+                rev: rev.to_string(),
+                blob: id,
+                path: path.into(),
+            },
+        )
+        .ok_or_else(not_found),
+        _ => Err(not_found()),
+    }
+}
+
+fn raw(mime: String, data: Vec<u8>) -> Response {
+    Response {
+        status: 200,
+        content_type: mime,
+        headers: safe_headers(),
+        body: data.into(),
+    }
+}
+
+/// `path?query` with a `/` added to the path.
+fn with_slash(target: &str) -> String {
+    match target.split_once('?') {
+        Some((path, query)) => format!("{path}/?{query}"),
+        None => format!("{target}/"),
+    }
+}
+
+/// The `CGIT_REPO_*` variables cgit gives filters.
+fn repo_env(ctx: &RepoCtx<'_>) -> Vec<(&'static str, String)> {
+    let cfg = &ctx.state.config;
+    vec![
+        ("CGIT_REPO_URL", cfg.url.clone()),
+        ("CGIT_REPO_NAME", cfg.name.clone()),
+        ("CGIT_REPO_PATH", cfg.path.display().to_string()),
+        ("CGIT_REPO_OWNER", cfg.owner.clone()),
+        ("CGIT_REPO_DEFBRANCH", ctx.defbranch.clone()),
+        ("CGIT_REPO_SECTION", cfg.opts.section.clone()),
+    ]
+}

@@ -1,0 +1,298 @@
+//! log: paged history from `id` or `h`, optionally limited to a path, searched (`qt`/`q`) or
+//! ranged, with cgit's Expand/Collapse, decorations, Files/Lines counts and commit graph.
+
+use super::frame::{self, Frame};
+use super::graph::{self, GraphRow};
+use super::shared::{self, Age, DecoLink};
+use super::{PageError, RepoCtx, Response};
+use crate::git::changes::{ChangeCount, Counter};
+use crate::git::log::{Filter, LogQuery, Order};
+use crate::git::{self, CommitInfo, GitError};
+use askama::Template;
+use gix::bstr::ByteSlice;
+
+/// The query arguments log links carry, in cgit's order after `h`.
+#[derive(Clone, Default)]
+struct LogArgs {
+    id: Option<String>,
+    qt: Option<String>,
+    q: Option<String>,
+    ofs: i64,
+    showmsg: bool,
+    follow: bool,
+}
+
+impl LogArgs {
+    fn from_request(ctx: &RepoCtx<'_>) -> LogArgs {
+        let q = &ctx.req.query;
+        LogArgs {
+            id: q.id.clone(),
+            qt: q.q.as_ref().and(q.qt.clone()),
+            q: q.q.clone(),
+            ofs: q.ofs,
+            showmsg: q.showmsg,
+            follow: q.follow,
+        }
+    }
+
+    /// A log link to `path` with these arguments.
+    fn href(&self, ctx: &RepoCtx<'_>, path: Option<&[u8]>) -> String {
+        let ofs = self.ofs.to_string();
+        let mut args: Vec<(&str, &str)> = Vec::new();
+        if let Some(id) = self.id.as_deref() {
+            args.push(("id", id));
+        }
+        if let (Some(qt), Some(q)) = (self.qt.as_deref(), self.q.as_deref()) {
+            args.push(("qt", qt));
+            args.push(("q", q));
+        }
+        if self.ofs > 0 {
+            args.push(("ofs", &ofs));
+        }
+        if self.showmsg {
+            args.push(("showmsg", "1"));
+        }
+        if self.follow {
+            args.push(("follow", "1"));
+        }
+        ctx.links().page("log", path, Some(&ctx.head), &args)
+    }
+}
+
+struct Row {
+    age: Age,
+    subject: String,
+    commit_href: String,
+    decorations: Vec<DecoLink>,
+    author: String,
+    message: Option<String>,
+    counts: Option<ChangeCount>,
+    graph: Option<GraphRow>,
+}
+
+#[derive(Template)]
+#[template(path = "log.html")]
+struct Log {
+    toggle_label: &'static str,
+    toggle_href: String,
+    showmsg: bool,
+    show_graph: bool,
+    show_files: bool,
+    show_lines: bool,
+    msg_colspan: usize,
+    rows: Vec<Row>,
+    prev: Option<String>,
+    next: Option<String>,
+    stopped_early: bool,
+}
+
+pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
+    let opts = &ctx.state.config.opts;
+    let g = &ctx.site.config.globals;
+    let path = ctx.req.path.as_ref().map(|p| p.as_bstr());
+    let args = LogArgs::from_request(ctx);
+    if ctx.req.query.ofs < 0 {
+        return Err(PageError::BadRequest("Invalid offset".into()));
+    }
+    let count = g.max_commit_count.max(1);
+    let show_graph = opts.enable_commit_graph && path.is_none();
+    let query = build_query(ctx, show_graph, count)?;
+    let page = match &query {
+        Some(q) => git::log::query(ctx.repo, q)?,
+        None => git::LogPage {
+            commits: Vec::new(),
+            has_more: false,
+            stopped_early: false,
+        },
+    };
+    let mut counter = Counter::default();
+    let mut lanes = graph::Lanes::default();
+    // graph pages walk from the top so that lanes continue across pages
+    let primed = if show_graph { args.ofs as usize } else { 0 };
+    let mut rows = Vec::with_capacity(page.commits.len());
+    for (i, c) in page.commits.iter().enumerate() {
+        if i < primed {
+            lanes.row(c.id, &c.parents);
+            continue;
+        }
+        let counts = if opts.enable_log_filecount || opts.enable_log_linecount {
+            Some(counter.count(
+                ctx.repo,
+                c.tree,
+                c.parents.first().copied(),
+                path,
+                opts.enable_log_linecount,
+            )?)
+        } else {
+            None
+        };
+        let graph = show_graph.then(|| lanes.row(c.id, &c.parents));
+        rows.push(row(ctx, c, &args, counts, graph));
+    }
+    let body = Log {
+        toggle_label: if args.showmsg { "Collapse" } else { "Expand" },
+        toggle_href: LogArgs {
+            showmsg: !args.showmsg,
+            ..args.clone()
+        }
+        .href(ctx, path.map(|p| p.as_bytes())),
+        showmsg: args.showmsg,
+        show_graph,
+        show_files: opts.enable_log_filecount,
+        show_lines: opts.enable_log_linecount,
+        msg_colspan: 3
+            + usize::from(opts.enable_log_filecount)
+            + usize::from(opts.enable_log_linecount),
+        rows,
+        prev: (args.ofs > 0).then(|| {
+            LogArgs {
+                ofs: (args.ofs - count as i64).max(0),
+                ..args.clone()
+            }
+            .href(ctx, path.map(|p| p.as_bytes()))
+        }),
+        next: page.has_more.then(|| {
+            LogArgs {
+                ofs: args.ofs + count as i64,
+                ..args.clone()
+            }
+            .href(ctx, path.map(|p| p.as_bytes()))
+        }),
+        stopped_early: page.stopped_early,
+    };
+    let mut frame = Frame::repo(ctx, "log");
+    frame.crumbs = crumbs(ctx, &args);
+    Ok(Response::html(frame::wrap(ctx.site, &frame, &body)))
+}
+
+/// The walk the request asks for; `None` for an empty repository.
+fn build_query<'a>(
+    ctx: &'a RepoCtx<'_>,
+    show_graph: bool,
+    count: usize,
+) -> Result<Option<LogQuery<'a>>, PageError> {
+    let q = &ctx.req.query;
+    let search = q.q.as_deref().filter(|s| !s.is_empty());
+    let (tips, hidden) = match (q.qt.as_deref(), search) {
+        (Some("range"), Some(range)) => git::rev::resolve_range(ctx.repo, range)?,
+        _ => {
+            let tip = q.id.as_deref().unwrap_or(&ctx.head);
+            match git::rev::resolve_commit(ctx.repo, tip) {
+                Ok(id) => (vec![id], Vec::new()),
+                Err(GitError::NotFound(_)) if q.id.is_none() && ctx.refs.branches.is_empty() => {
+                    return Ok(None);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    };
+    let filter = match (q.qt.as_deref(), search) {
+        (Some("grep") | None, Some(s)) => Some(Filter::Grep(s.to_string())),
+        (Some("author"), Some(s)) => Some(Filter::Author(s.to_string())),
+        (Some("committer"), Some(s)) => Some(Filter::Committer(s.to_string())),
+        (Some("range"), _) | (_, None) => None,
+        (Some(other), Some(_)) => {
+            return Err(PageError::BadRequest(format!(
+                "Unknown search type: {other}"
+            )));
+        }
+    };
+    let skip = usize::try_from(q.ofs).unwrap_or(0);
+    let order = match ctx.state.config.opts.commit_sort.as_deref() {
+        Some("date") => Order::Date,
+        Some("topo") => Order::Topo,
+        _ if show_graph => Order::Topo,
+        _ => Order::Default,
+    };
+    Ok(Some(LogQuery {
+        tips,
+        hidden,
+        path: ctx.req.path.as_ref().map(|p| p.as_bstr()),
+        bloom: ctx.state.bloom(),
+        walks: Some(&ctx.site.walks),
+        filter,
+        order,
+        skip: if show_graph { 0 } else { skip },
+        count: if show_graph { skip + count } else { count },
+    }))
+}
+
+fn row(
+    ctx: &RepoCtx<'_>,
+    c: &CommitInfo,
+    args: &LogArgs,
+    counts: Option<ChangeCount>,
+    graph: Option<GraphRow>,
+) -> Row {
+    let hex = c.id.to_string();
+    let path = ctx.req.path.as_ref().map(|p| p.as_slice());
+    let mut decorations = shared::decorations(ctx, &c.id);
+    if args.showmsg {
+        for d in decorations
+            .iter_mut()
+            .filter(|d| d.class == "branch-deco" || d.class == "remote-deco")
+        {
+            d.href.push(if d.href.contains('?') { '&' } else { '?' });
+            d.href.push_str("showmsg=1");
+        }
+    }
+    let max = ctx.site.config.globals.max_message_length;
+    let (subject, message) = match args.showmsg.then(|| wrap_subject(&c.subject, max)) {
+        Some(Some((head, rest))) => (head, Some(format!("{rest}\n\n{}", c.body()))),
+        Some(None) => (
+            shared::truncate_subject(&c.subject, max),
+            Some(c.body().to_string()),
+        ),
+        None => (shared::truncate_subject(&c.subject, max), None),
+    };
+    Row {
+        age: shared::log_age(c.committer.time, ctx.now),
+        subject,
+        commit_href: ctx
+            .links()
+            .page("commit", path, Some(&ctx.head), &[("id", &hex)]),
+        decorations,
+        author: c.author.name.clone(),
+        message,
+        counts,
+        graph,
+    }
+}
+
+/// `path: root/a/b` links, each a log of that directory with the current arguments.
+fn crumbs(ctx: &RepoCtx<'_>, args: &LogArgs) -> Vec<(String, String)> {
+    let Some(path) = ctx.req.path.as_ref() else {
+        return Vec::new();
+    };
+    shared::path_crumbs(path, |prefix| args.href(ctx, prefix))
+}
+
+/// With messages shown, cgit wraps a long subject at a space before `max` characters: the
+/// row shows the start and a `↵`, the message starts with the rest.
+fn wrap_subject(subject: &str, max: usize) -> Option<(String, String)> {
+    let chars: Vec<char> = subject.chars().collect();
+    if max == 0 || chars.len() <= max {
+        return None;
+    }
+    let cut = (1..=max.saturating_sub(4))
+        .rev()
+        .find(|i| chars[*i].is_whitespace())?;
+    let head: String = chars[..cut].iter().collect();
+    let rest: String = chars[cut + 1..].iter().collect();
+    Some((format!("{head} \u{21b5}"), rest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap_subject;
+
+    #[test]
+    fn long_subjects_wrap_like_cgit() {
+        let (head, rest) =
+            wrap_subject("This is a very long subject line that goes on", 20).unwrap();
+        assert_eq!(head, "This is a very \u{21b5}");
+        assert_eq!(rest, "long subject line that goes on");
+        assert!(wrap_subject("short", 20).is_none());
+        assert!(wrap_subject(&"x".repeat(30), 20).is_none());
+    }
+}

@@ -1,0 +1,508 @@
+//! tree: a directory listing or a file view at a revision (`id`, else `h`), with cgit's mode
+//! strings, collapsed single-child directories, submodule and symlink links, line numbers and
+//! hex dumps. Large trees and blobs are cut to a bounded size, with a note.
+
+use super::frame::{self, Frame};
+use super::shared;
+use super::{PageError, RepoCtx, Response};
+use crate::git::tree::{self as gtree, Entry, Found};
+use crate::git::{self, GitError};
+use askama::Template;
+use gix::ObjectId;
+use gix::bstr::{BStr, ByteSlice};
+use gix::objs::tree::EntryMode;
+
+/// Rows of a listing shown at most.
+const MAX_ROWS: usize = 3000;
+/// Directories looked into for single-child chains, at most.
+const MAX_CHAIN_LOOKUPS: usize = 300;
+/// Blobs larger than this are not read for display at all.
+const MAX_BLOB_READ: u64 = 32 << 20;
+/// Text shown of a blob, at most: bytes and lines.
+const MAX_TEXT_SHOWN: usize = 1 << 20;
+const MAX_LINES_SHOWN: usize = 20_000;
+/// Bytes of a binary blob shown as a hex dump, at most.
+const MAX_HEX_SHOWN: usize = 64 << 10;
+
+/// Links of one page that all carry the request's `h` and `id`.
+struct TreeLinks<'c, 'a> {
+    ctx: &'c RepoCtx<'a>,
+}
+
+impl TreeLinks<'_, '_> {
+    fn page(&self, page: &str, path: Option<&[u8]>) -> String {
+        shared::rev_link(self.ctx, page, path)
+    }
+
+    /// The stats button: `h` only.
+    fn stats(&self, path: &[u8]) -> String {
+        self.ctx
+            .links()
+            .page("stats", Some(path), Some(&self.ctx.head), &[])
+    }
+}
+
+/// One name link of a listing row.
+struct NameLink {
+    class: String,
+    href: String,
+    label: String,
+}
+
+struct Row {
+    mode: &'static str,
+    /// Directory chains have several links, joined by ` / `.
+    names: Vec<NameLink>,
+    /// A submodule without a link format.
+    plain_name: Option<String>,
+    /// ` @ <7 hex>` for submodules.
+    module_rev: Option<String>,
+    symlink: Option<SymlinkTarget>,
+    size: u64,
+    buttons: Vec<(&'static str, String)>,
+}
+
+struct SymlinkTarget {
+    label: String,
+    href: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "tree.html")]
+struct Listing {
+    rows: Vec<Row>,
+    omitted: usize,
+}
+
+/// The hex dump of binary files: offset, hex column, ascii column.
+struct HexRow {
+    offset: String,
+    hex: String,
+    ascii: String,
+}
+
+enum BlobBody {
+    Text {
+        line_numbers: Option<usize>,
+        text: String,
+    },
+    Binary(Vec<HexRow>),
+    TooLarge {
+        size_kb: u64,
+        limit_kb: u64,
+    },
+    /// Too large to read for display at all.
+    Omitted,
+}
+
+#[derive(Template)]
+#[template(path = "blob_view.html")]
+struct BlobView {
+    id: String,
+    plain_href: String,
+    blame_href: Option<String>,
+    body: BlobBody,
+    /// Set when only the beginning is shown.
+    cut: Option<String>,
+}
+
+pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
+    let commit = shared::page_commit(ctx)?;
+    let root = git::log::read_commit(ctx.repo, commit)?.tree;
+    let path = ctx
+        .req
+        .path
+        .as_ref()
+        .map(|p| p.as_bstr())
+        .unwrap_or_default();
+    let links = TreeLinks { ctx };
+    let mut frame = Frame::repo(ctx, "tree");
+    if let Some(p) = &ctx.req.path {
+        frame.crumbs = shared::path_crumbs(p, |prefix| links.page("tree", prefix));
+        frame.title = format!("{} - {}", reversed_title(p), frame.title);
+    }
+    let html = match gtree::find(ctx.repo, root, path)? {
+        Some(Found::Tree(id)) => {
+            let body = listing(ctx, &links, id, path)?;
+            frame::wrap(ctx.site, &frame, &body)
+        }
+        Some(Found::Blob { id, .. }) => {
+            let body = blob_view(ctx, &links, id, path)?;
+            frame::wrap(ctx.site, &frame, &body)
+        }
+        Some(Found::Submodule(_)) | None => {
+            return Err(PageError::NotFound("Path not found".into()));
+        }
+    };
+    Ok(Response::html(html))
+}
+
+/// `c « b « a`: the path's components last first.
+fn reversed_title(path: &[u8]) -> String {
+    let parts: Vec<String> = gtree::components(path.as_bstr())
+        .rev()
+        .map(|c| c.to_str_lossy().into_owned())
+        .collect();
+    parts.join(" « ")
+}
+
+fn join(dir: &BStr, name: &[u8]) -> Vec<u8> {
+    let mut p: Vec<u8> = gtree::components(dir)
+        .flat_map(|c| [c.as_bytes(), b"/"])
+        .flatten()
+        .copied()
+        .collect();
+    p.extend_from_slice(name);
+    p
+}
+
+fn listing(
+    ctx: &RepoCtx<'_>,
+    links: &TreeLinks<'_, '_>,
+    tree: ObjectId,
+    dir: &BStr,
+) -> Result<Listing, GitError> {
+    let entries = gtree::entries(ctx.repo, tree)?;
+    let omitted = entries.len().saturating_sub(MAX_ROWS);
+    let mut chain_lookups = 0;
+    let mut rows = Vec::with_capacity(entries.len().min(MAX_ROWS));
+    for e in entries.iter().take(MAX_ROWS) {
+        let full = join(dir, &e.name);
+        let row = if e.mode.is_tree() {
+            let chain = if chain_lookups < MAX_CHAIN_LOOKUPS {
+                chain_lookups += 1;
+                gtree::single_child_chain(ctx.repo, e.id, 32)?
+            } else {
+                Vec::new()
+            };
+            dir_row(ctx, links, e, &full, &chain)?
+        } else if e.mode.is_commit() {
+            module_row(ctx, links, e, &full)
+        } else {
+            file_row(ctx, links, e, dir, &full)?
+        };
+        rows.push(row);
+    }
+    Ok(Listing { rows, omitted })
+}
+
+fn buttons(
+    ctx: &RepoCtx<'_>,
+    links: &TreeLinks<'_, '_>,
+    path: &[u8],
+    plain: bool,
+    blame: bool,
+) -> Vec<(&'static str, String)> {
+    let opts = &ctx.state.config.opts;
+    let mut out = vec![("log", links.page("log", Some(path)))];
+    if opts.max_stats.is_some() {
+        out.push(("stats", links.stats(path)));
+    }
+    if plain {
+        out.push(("plain", links.page("plain", Some(path))));
+    }
+    if blame && opts.enable_blame {
+        out.push(("blame", links.page("blame", Some(path))));
+    }
+    out
+}
+
+fn dir_row(
+    ctx: &RepoCtx<'_>,
+    links: &TreeLinks<'_, '_>,
+    e: &Entry,
+    full: &[u8],
+    chain: &[Entry],
+) -> Result<Row, GitError> {
+    let mut names = vec![NameLink {
+        class: "ls-dir".into(),
+        href: links.page("tree", Some(full)),
+        label: e.name.to_str_lossy().into_owned(),
+    }];
+    let mut path = full.to_vec();
+    for c in chain {
+        path.push(b'/');
+        path.extend_from_slice(&c.name);
+        names.push(NameLink {
+            class: "ls-dir".into(),
+            href: links.page("tree", Some(&path)),
+            label: c.name.to_str_lossy().into_owned(),
+        });
+    }
+    Ok(Row {
+        mode: mode_string(e.mode),
+        names,
+        plain_name: None,
+        module_rev: None,
+        symlink: None,
+        size: gtree::object_size(ctx.repo, e.id)?,
+        buttons: buttons(ctx, links, full, true, false),
+    })
+}
+
+fn module_row(ctx: &RepoCtx<'_>, links: &TreeLinks<'_, '_>, e: &Entry, full: &[u8]) -> Row {
+    let cfg = &ctx.state.config;
+    let hex = e.id.to_string();
+    let path = full.to_str_lossy();
+    let href = match cfg.module_links.get(path.as_ref()) {
+        Some(format) => Some(format.replacen("%s", &hex, 1)),
+        None => cfg
+            .opts
+            .module_link
+            .as_ref()
+            .map(|format| format.replacen("%s", &path, 1).replacen("%s", &hex, 1)),
+    };
+    let label = e.name.to_str_lossy().into_owned();
+    let (names, plain_name) = match href {
+        Some(href) => (
+            vec![NameLink {
+                class: "ls-mod".into(),
+                href,
+                label,
+            }],
+            None,
+        ),
+        None => (Vec::new(), Some(label)),
+    };
+    Row {
+        mode: mode_string(e.mode),
+        names,
+        plain_name,
+        module_rev: Some(hex[..7].to_string()),
+        symlink: None,
+        size: 0,
+        buttons: buttons(ctx, links, full, false, true),
+    }
+}
+
+fn file_row(
+    ctx: &RepoCtx<'_>,
+    links: &TreeLinks<'_, '_>,
+    e: &Entry,
+    dir: &BStr,
+    full: &[u8],
+) -> Result<Row, GitError> {
+    let class = match e.name.rsplit_str(".").next() {
+        Some(ext) if ext.len() < e.name.len() && !ext.is_empty() => {
+            format!("ls-blob {}", ext.to_str_lossy())
+        }
+        _ => "ls-blob".into(),
+    };
+    let symlink = if e.mode.is_link() {
+        Some(symlink_target(ctx, links, e.id, dir)?)
+    } else {
+        None
+    };
+    Ok(Row {
+        mode: mode_string(e.mode),
+        names: vec![NameLink {
+            class,
+            href: links.page("tree", Some(full)),
+            label: e.name.to_str_lossy().into_owned(),
+        }],
+        plain_name: None,
+        module_rev: None,
+        symlink,
+        size: gtree::object_size(ctx.repo, e.id)?,
+        buttons: buttons(ctx, links, full, true, true),
+    })
+}
+
+/// A symlink's target, linked when it stays inside the repository.
+fn symlink_target(
+    ctx: &RepoCtx<'_>,
+    links: &TreeLinks<'_, '_>,
+    id: ObjectId,
+    dir: &BStr,
+) -> Result<SymlinkTarget, GitError> {
+    if gtree::object_size(ctx.repo, id)? > 4096 {
+        return Ok(SymlinkTarget {
+            label: "(long target)".into(),
+            href: None,
+        });
+    }
+    let target = gtree::read_blob(ctx.repo, id)?.data;
+    let href = resolve_relative(dir, &target).map(|p| links.page("tree", Some(&p)));
+    Ok(SymlinkTarget {
+        label: target.to_str_lossy().into_owned(),
+        href,
+    })
+}
+
+/// `target` relative to `dir`, normalized; `None` when absolute or leaving the root.
+fn resolve_relative(dir: &BStr, target: &[u8]) -> Option<Vec<u8>> {
+    if target.starts_with(b"/") {
+        return None;
+    }
+    let mut parts: Vec<&[u8]> = gtree::components(dir).map(|c| c.as_bytes()).collect();
+    for part in target.split(|b| *b == b'/') {
+        match part {
+            b"" | b"." => {}
+            b".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join(&b'/'))
+}
+
+/// cgit's mode column: permission bits of the git mode.
+fn mode_string(mode: EntryMode) -> &'static str {
+    if mode.is_tree() {
+        "d---------"
+    } else if mode.is_commit() {
+        "m---------"
+    } else if mode.is_link() {
+        "l---------"
+    } else if mode.is_executable() {
+        "-rwxr-xr-x"
+    } else {
+        "-rw-r--r--"
+    }
+}
+
+fn blob_view(
+    ctx: &RepoCtx<'_>,
+    links: &TreeLinks<'_, '_>,
+    id: ObjectId,
+    path: &BStr,
+) -> Result<BlobView, GitError> {
+    let g = &ctx.site.config.globals;
+    let size = gtree::object_size(ctx.repo, id)?;
+    let path = path.as_bytes();
+    let mut view = BlobView {
+        id: id.to_string(),
+        plain_href: links.page("plain", Some(path)),
+        blame_href: None,
+        body: BlobBody::Binary(Vec::new()),
+        cut: None,
+    };
+    let limit_kb = g.max_blob_size;
+    if limit_kb > 0 && size / 1024 > limit_kb {
+        view.body = BlobBody::TooLarge {
+            size_kb: size / 1024,
+            limit_kb,
+        };
+        return Ok(view);
+    }
+    if size > MAX_BLOB_READ {
+        view.cut = Some(format!(
+            "This file is {size} bytes, too large to show here; use the plain link."
+        ));
+        view.body = BlobBody::Omitted;
+        return Ok(view);
+    }
+    let data = gtree::read_blob(ctx.repo, id)?.data;
+    if gtree::is_binary(&data) {
+        let shown = data.len().min(MAX_HEX_SHOWN);
+        if shown < data.len() {
+            view.cut = Some(format!(
+                "Showing the first {shown} of {} bytes.",
+                data.len()
+            ));
+        }
+        view.body = BlobBody::Binary(hex_dump(&data[..shown]));
+        return Ok(view);
+    }
+    if ctx.state.config.opts.enable_blame {
+        view.blame_href = Some(links.page("blame", Some(path)));
+    }
+    let shown = &data[..text_cut(&data)];
+    if shown.len() < data.len() {
+        view.cut = Some(format!(
+            "Showing the first {} of {} bytes.",
+            shown.len(),
+            data.len()
+        ));
+    }
+    let lines = shown.iter().filter(|b| **b == b'\n').count()
+        + usize::from(shown.last().is_some_and(|b| *b != b'\n'));
+    view.body = BlobBody::Text {
+        line_numbers: g.enable_tree_linenumbers.then_some(lines),
+        text: shown.to_str_lossy().into_owned(),
+    };
+    Ok(view)
+}
+
+/// Where to cut a text for display: after at most `MAX_LINES_SHOWN` lines and
+/// `MAX_TEXT_SHOWN` bytes, at a line end when there is one.
+fn text_cut(data: &[u8]) -> usize {
+    let limit = data.len().min(MAX_TEXT_SHOWN);
+    let by_lines = data[..limit]
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(MAX_LINES_SHOWN - 1)
+        .map(|(i, _)| i + 1);
+    match by_lines {
+        Some(end) => end,
+        None if limit == data.len() => limit,
+        None => data[..limit].rfind_byte(b'\n').map_or(limit, |i| i + 1),
+    }
+}
+
+/// 32 bytes a row: offset, hex bytes (a gap after 16), printable ASCII or `.`.
+fn hex_dump(data: &[u8]) -> Vec<HexRow> {
+    data.chunks(32)
+        .enumerate()
+        .map(|(row, chunk)| {
+            let mut hex = String::with_capacity(100);
+            for (i, b) in chunk.iter().enumerate() {
+                if i == 16 {
+                    hex.push_str("   ");
+                }
+                hex.push_str(&format!(" {b:02x}"));
+            }
+            hex.push(' ');
+            let ascii = chunk
+                .iter()
+                .map(|b| {
+                    if b.is_ascii_graphic() || *b == b' ' {
+                        *b as char
+                    } else {
+                        '.'
+                    }
+                })
+                .collect();
+            HexRow {
+                offset: format!("{:04x}", row * 32),
+                hex,
+                ascii,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symlink_targets_resolve_inside_the_tree() {
+        assert_eq!(resolve_relative(b"a/b".as_bstr(), b"../c").unwrap(), b"a/c");
+        assert_eq!(
+            resolve_relative(b"".as_bstr(), b"src/x.rs").unwrap(),
+            b"src/x.rs"
+        );
+        assert!(resolve_relative(b"a".as_bstr(), b"../../etc").is_none());
+        assert!(resolve_relative(b"".as_bstr(), b"/etc/passwd").is_none());
+    }
+
+    #[test]
+    fn hex_dump_rows_like_cgit() {
+        let rows = hex_dump(b"\x00\x01binary\xff");
+        assert_eq!(rows[0].offset, "0000");
+        assert_eq!(rows[0].hex, " 00 01 62 69 6e 61 72 79 ff ");
+        assert_eq!(rows[0].ascii, "..binary.");
+        let rows = hex_dump(&[0x41; 40]);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1].offset, "0020");
+        assert!(rows[0].hex.contains(" 41    41 "));
+    }
+
+    #[test]
+    fn titles_reverse_the_path() {
+        assert_eq!(reversed_title(b"src/main.rs"), "main.rs « src");
+    }
+}

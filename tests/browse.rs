@@ -1,0 +1,889 @@
+//! History and file pages (log, tree, blob, plain, tag, about) on small generated repositories:
+//! content, links (compared with the real cgit where installed), statuses, and the
+//! path-limited walk compared with `git log -- <path>`.
+
+mod common;
+
+use common::*;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// A non-UTF-8 file name (latin-1 "café.txt").
+const LATIN1_NAME: &[u8] = b"caf\xe9.txt";
+
+struct Site {
+    dir: TempDir,
+    rc: PathBuf,
+    work: PathBuf,
+}
+
+/// Commits what is staged (no `add -A`, so gitlinks stay) with `message` at `date`.
+fn commit_index(dir: &Path, message: &[u8], date: &str) -> String {
+    let msg_file = dir.join(".git/MSG");
+    std::fs::write(&msg_file, message).unwrap();
+    let out = git_command(dir, &["commit", "-q", "--allow-empty", "-F", ".git/MSG"])
+        .env("GIT_AUTHOR_DATE", date)
+        .env("GIT_COMMITTER_DATE", date)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    git(dir, &["rev-parse", "HEAD"]).trim().to_string()
+}
+
+/// Replaces HEAD's message with raw bytes (git itself re-encodes latin-1 messages on commit).
+fn set_raw_message(dir: &Path, message: &[u8]) {
+    let raw = git_bytes(dir, &["cat-file", "commit", "HEAD"]);
+    let header_end = raw.windows(2).position(|w| w == b"\n\n").unwrap() + 2;
+    let mut object = raw[..header_end].to_vec();
+    object.extend_from_slice(message);
+    std::fs::write(dir.join(".git/RAW"), &object).unwrap();
+    let id = git(dir, &["hash-object", "-w", "-t", "commit", ".git/RAW"]);
+    git(dir, &["update-ref", "HEAD", id.trim()]);
+}
+
+fn merge(dir: &Path, args: &[&str], date: &str) {
+    let out = git_command(dir, &[&["merge", "-q", "--no-ff"], args].concat())
+        .env("GIT_AUTHOR_DATE", date)
+        .env("GIT_COMMITTER_DATE", date)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A history with a merge TREESAME to one parent (`-s ours`), a real merge, a rename, tags, a
+/// symlink, binary and executable files, a single-child directory chain, a non-UTF-8 path and
+/// message, and (last) a submodule gitlink. Served bare with and without a commit-graph, plus
+/// an empty repository.
+fn build_site(extra_rc: &str) -> Site {
+    let dir = TempDir::new("browse");
+    let root = dir.path();
+    let work = root.join("work");
+    init_repo(&work);
+    write(
+        &work,
+        "README.md",
+        "# Hello\n\nSee [docs](docs/guide.md).\n",
+    );
+    write(
+        &work,
+        "src/main.rs",
+        "fn main() {\n    println!(\"<hi> & bye\");\n}\n",
+    );
+    write(&work, "f.txt", "one\n");
+    write(&work, "a/b/c/deep.txt", "deep\n");
+    commit_all(&work, "Initial commit", "2024-01-01T10:00:00+00:00");
+    git(
+        &work,
+        &["tag", "-a", "v1.0", "-m", "Version 1.0\n\nFirst <release>."],
+    );
+    git(&work, &["checkout", "-q", "-b", "side"]);
+    write(&work, "f.txt", "side change\n");
+    commit_all(&work, "Side changes f", "2024-01-02T10:00:00+00:00");
+    write(&work, "g.txt", "g from side\n");
+    commit_all(&work, "Side adds g", "2024-01-03T10:00:00+00:00");
+    git(&work, &["checkout", "-q", "main"]);
+    write(
+        &work,
+        "src/main.rs",
+        "fn main() {\n    println!(\"changed\");\n}\n",
+    );
+    commit_all(&work, "Change main", "2024-01-04T10:00:00+00:00");
+    // keeps main's f.txt and drops side's g.txt: TREESAME to the first parent
+    merge(
+        &work,
+        &["-s", "ours", "-m", "Merge side (ours)", "side"],
+        "2024-01-05T10:00:00+00:00",
+    );
+    git(&work, &["checkout", "-q", "side"]);
+    write(&work, "h.txt", "h from side\n");
+    commit_all(&work, "Side adds h", "2024-01-06T10:00:00+00:00");
+    git(&work, &["checkout", "-q", "main"]);
+    write(&work, "f.txt", "main change\n");
+    commit_all(&work, "Main changes f", "2024-01-07T10:00:00+00:00");
+    merge(
+        &work,
+        &["-m", "Merge side", "side"],
+        "2024-01-08T10:00:00+00:00",
+    );
+    git(&work, &["mv", "src/main.rs", "src/app.rs"]);
+    commit_all(&work, "Rename main to app", "2024-01-09T10:00:00+00:00");
+    git(&work, &["tag", "light"]);
+    write(&work, "bin.dat", b"\x00\x01binary<&>\xff".as_slice());
+    write(&work, "run.sh", "#!/bin/sh\necho run\n");
+    std::os::unix::fs::symlink("src/app.rs", work.join("link")).unwrap();
+    std::fs::write(
+        work.join(std::ffi::OsStr::from_bytes(LATIN1_NAME)),
+        "latin\n",
+    )
+    .unwrap();
+    git(&work, &["add", "-A"]);
+    git(&work, &["update-index", "--chmod=+x", "run.sh"]);
+    commit_index(&work, b"Add files", "2024-01-10T10:00:00+00:00");
+    set_raw_message(&work, b"Add files: caf\xe9 <b>\n");
+    let first = git(&work, &["rev-list", "--max-parents=0", "HEAD"])
+        .trim()
+        .to_string();
+    git(
+        &work,
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{first},sub"),
+        ],
+    );
+    commit_index(&work, b"Add submodule", "2024-01-11T10:00:00+00:00");
+    git(root, &["clone", "-q", "--bare", "work", "plain.git"]);
+    git(root, &["clone", "-q", "--bare", "work", "graph.git"]);
+    git(
+        &root.join("graph.git"),
+        &["commit-graph", "write", "--reachable", "--changed-paths"],
+    );
+    git(root, &["init", "-q", "--bare", "empty.git"]);
+    let rc = root.join("cgitrc");
+    let text = format!(
+        "virtual-root=/\nsnapshots=tar.gz\nenable-log-filecount=1\nenable-log-linecount=1\n\
+         enable-blame=1\nmax-commit-count=4\n{extra_rc}\n\
+         repo.url=r\nrepo.path={root}/plain.git\n\n\
+         repo.url=g\nrepo.path={root}/graph.git\nrepo.enable-commit-graph=1\n\n\
+         repo.url=empty\nrepo.path={root}/empty.git\n",
+        root = root.display(),
+        extra_rc = extra_rc.replace("{root}", &root.display().to_string()),
+    );
+    std::fs::write(&rc, text).unwrap();
+    Site { dir, rc, work }
+}
+
+/// Runs Debian's cgit as a CGI for `url` with `rc`; None when cgit is not installed.
+fn cgit(rc: &Path, url: &str) -> Option<String> {
+    let bin = Path::new("/usr/lib/cgit/cgit.cgi");
+    if !bin.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "cgit must be installed in CI (.ci/run installs it)"
+        );
+        eprintln!("!!! cgit is not installed: skipping the comparison with cgit");
+        return None;
+    }
+    let (path, query) = url.split_once('?').unwrap_or((url, ""));
+    let out = std::process::Command::new(bin)
+        .env_clear()
+        .env("CGIT_CONFIG", rc)
+        .env("PATH_INFO", path)
+        .env("QUERY_STRING", query)
+        .env("SCRIPT_NAME", "")
+        .env("REQUEST_METHOD", "GET")
+        .env("HTTP_HOST", "127.0.0.1")
+        .output()
+        .unwrap();
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The hrefs inside `div.content`.
+fn content_links(html: &str) -> Vec<String> {
+    let start = html.find("<div class='content'>").expect("content div");
+    let end = html.rfind("<!-- class=content -->").unwrap_or(html.len());
+    hrefs(&html[start..end])
+}
+
+fn assert_links_match_cgit(site: &Site, server: &Server, urls: &[&str]) {
+    for url in urls {
+        let Some(expected) = cgit(&site.rc, url) else {
+            return;
+        };
+        let ours = server.get(url);
+        assert_eq!(ours.status, 200, "{url}");
+        assert_eq!(
+            content_links(&ours.text()),
+            content_links(&expected),
+            "links on {url} differ from cgit"
+        );
+    }
+}
+
+/// The commits listed by a log page (subject links, not decorations).
+fn commit_ids_in(html: &str) -> Vec<String> {
+    html.split("<a href='")
+        .skip(1)
+        .filter(|s| s.split('\'').next().is_some_and(|h| h.contains("/commit/")))
+        .filter_map(|s| s.split("id=").nth(1).map(|s| s[..40].to_string()))
+        .collect()
+}
+
+#[test]
+fn log_pages_show_history_with_paging_and_counts() {
+    let site = build_site("");
+    let server = Server::start(&site.rc);
+    let r = server.get("/r/log/");
+    assert_eq!(r.status, 200);
+    let html = r.text();
+    assert!(html.contains("<table class='list nowrap'>"));
+    assert!(html.contains("<th class='left'>Files</th><th class='left'>Lines</th>"));
+    assert!(html.contains(">Add submodule</a>"));
+    assert!(html.contains("<a class='branch-deco' href='/r/log/'>main</a>"));
+    assert!(
+        html.contains("Add files: caf\u{fffd} &lt;b&gt;"),
+        "non-UTF-8 message escaped"
+    );
+    assert!(html.contains("<ul class='pager'><li><a href='/r/log/?ofs=4'>[next]</a></li></ul>"));
+    assert!(
+        html.contains("<td>4</td><td><span class='deletions'>-0</span>/<span class='insertions'>+4</span></td>"),
+        "Files/Lines of the commit adding four files (binary counts no lines)"
+    );
+    assert!(
+        html.contains("<td>2</td><td><span class='deletions'>-3</span>/<span class='insertions'>+3</span></td>"),
+        "a rename without rename detection: one file deleted, one added"
+    );
+    let page2 = server.get("/r/log/?ofs=4").text();
+    assert!(page2.contains("<li><a href='/r/log/'>[prev]</a></li>"));
+    assert!(html.contains("<a class='tag-deco' href='/r/tag/?h=light'>light</a>"));
+    let last = server.get("/r/log/?ofs=8").text();
+    assert!(last.contains(">Initial commit</a>"));
+    assert!(last.contains("class='tag-annotated-deco' href='/r/tag/?h=v1.0'"));
+    assert!(!last.contains("[next]"));
+    let all: Vec<String> = [0, 4, 8]
+        .iter()
+        .flat_map(|ofs| commit_ids_in(&server.get(&format!("/r/log/?ofs={ofs}")).text()))
+        .collect();
+    let expected: Vec<String> = git(&site.work, &["log", "--format=%H"])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let mut dedup = all.clone();
+    dedup.dedup();
+    assert_eq!(
+        dedup, expected,
+        "pages walk the whole history in git's order"
+    );
+
+    let expanded = server.get("/r/log/?showmsg=1").text();
+    assert!(expanded.contains("<tr class='logheader'>"));
+    assert!(expanded.contains("<td class='logsubject'>"));
+    assert!(expanded.contains("class='logmsg'"));
+    assert!(expanded.contains(">Collapse</a>"));
+
+    let path_log = server.get("/r/log/src").text();
+    assert!(path_log.contains(
+        "<div class='path'>path: <a href='/r/log/'>root</a>/<a href='/r/log/src'>src</a></div>"
+    ));
+    assert!(path_log.contains("href='/r/commit/src?id="));
+    assert!(!path_log.contains(">Add submodule<"));
+
+    assert_links_match_cgit(
+        &site,
+        &server,
+        &[
+            "/r/log/",
+            "/r/log/?ofs=4",
+            "/r/log/src",
+            "/r/log/f.txt",
+            "/r/log/?h=side",
+            "/r/log/?qt=grep&q=side",
+            "/r/log/src?showmsg=1&ofs=1",
+            "/r/log/?id=v1.0",
+            "/r/log/?qt=range&q=v1.0..side",
+            "/r/log/f.txt?h=side&ofs=1",
+            "/g/log/",
+            "/g/log/?ofs=4&showmsg=1",
+        ],
+    );
+}
+
+#[test]
+fn log_search_and_ranges() {
+    let site = build_site("");
+    let server = Server::start(&site.rc);
+    let grep = server.get("/r/log/?qt=grep&q=SIDE").text();
+    let ids = commit_ids_in(&grep);
+    let expected: Vec<String> = git(&site.work, &["log", "-i", "--grep=side", "--format=%H"])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(ids, expected[..ids.len()].to_vec());
+    assert!(
+        grep.contains("qt=grep&amp;q=SIDE&amp;ofs=4"),
+        "pager keeps the search"
+    );
+    let author = server.get("/r/log/?qt=author&q=thor").text();
+    assert_eq!(commit_ids_in(&author).len(), 4);
+    assert!(commit_ids_in(&server.get("/r/log/?qt=committer&q=nobody").text()).is_empty());
+    let range = server.get("/r/log/?qt=range&q=v1.0..side").text();
+    let expected: Vec<String> = git(&site.work, &["log", "--format=%H", "v1.0..side"])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(commit_ids_in(&range), expected);
+    assert_eq!(server.get("/r/log/?qt=range&q=--output=x").status, 400);
+    assert_eq!(server.get("/r/log/?qt=range&q=main+-x").status, 400);
+    assert_eq!(server.get("/r/log/?qt=range&q=nope..main").status, 404);
+}
+
+/// Opens a served repository with gix, as the server does.
+fn open(path: &Path) -> gix::Repository {
+    gix::open_opts(path, gix::open::Options::isolated()).unwrap()
+}
+
+#[test]
+fn path_limited_log_equals_git_log() {
+    let site = build_site("");
+    for repo_dir in ["plain.git", "graph.git"] {
+        let dir = site.dir.path().join(repo_dir);
+        let repo = open(&dir);
+        let bloom = cgitd::repos::bloom::BloomFilters::open(&dir).map(std::sync::Arc::new);
+        assert_eq!(bloom.is_some(), repo_dir == "graph.git");
+        let tip = repo.rev_parse_single("main").unwrap().detach();
+        for path in [
+            "f.txt",
+            "src",
+            "src/main.rs",
+            "src/app.rs",
+            "g.txt",
+            "h.txt",
+            "a/b",
+            "sub",
+            "nothing",
+        ] {
+            let page =
+                cgitd::git::log::path_log(&repo, bloom.clone(), tip, path.into(), 0, 100).unwrap();
+            let ours: Vec<String> = page.commits.iter().map(|c| c.id.to_string()).collect();
+            let expected: Vec<String> = git(&dir, &["log", "--format=%H", "main", "--", path])
+                .lines()
+                .map(str::to_string)
+                .collect();
+            assert_eq!(ours, expected, "{repo_dir}: log -- {path}");
+            assert!(!page.has_more);
+        }
+        let paged =
+            cgitd::git::log::path_log(&repo, bloom.clone(), tip, "f.txt".into(), 1, 1).unwrap();
+        let expected = git(
+            &dir,
+            &[
+                "log",
+                "--format=%H",
+                "--skip=1",
+                "-n1",
+                "main",
+                "--",
+                "f.txt",
+            ],
+        );
+        assert_eq!(paged.commits[0].id.to_string(), expected.trim());
+        let total = git(&dir, &["log", "--format=%H", "main", "--", "f.txt"])
+            .lines()
+            .count();
+        assert_eq!(paged.has_more, total > 2);
+    }
+}
+
+#[test]
+fn commit_graph_column_and_both_repository_kinds() {
+    let site = build_site("");
+    let server = Server::start(&site.rc);
+    let html: String = ["/g/log/?showmsg=1", "/g/log/?ofs=4", "/g/log/?ofs=8"]
+        .iter()
+        .map(|u| server.get(u).text())
+        .collect();
+    assert!(html.contains("<td class='commitgraph'>"));
+    assert!(
+        html.contains("<span class='column2'>\\</span>"),
+        "a merge forks a lane"
+    );
+    assert!(
+        html.contains("<span class='column2'>/</span>"),
+        "and joins it"
+    );
+    let graph = commit_ids_in(&server.get("/g/log/?ofs=0").text());
+    let expected: Vec<String> = git(&site.work, &["log", "--topo-order", "--format=%H", "-n4"])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(graph, expected, "graph logs are in topological order");
+    assert_eq!(
+        commit_ids_in(&server.get("/g/log/f.txt").text()),
+        commit_ids_in(&server.get("/r/log/f.txt").text()),
+        "commit-graph and plain repositories walk alike"
+    );
+}
+
+#[test]
+fn tree_pages_list_and_show_files() {
+    let site = build_site(
+        "module-link=https://example.com/%s/commit/?id=%s\n\
+         repo.url=m\nrepo.path={root}/plain.git\nrepo.module-link.sub=https://x.org/c/%s\n",
+    );
+    let server = Server::start(&site.rc);
+    let r = server.get("/r/tree/");
+    assert_eq!(r.status, 200);
+    let html = r.text();
+    assert!(html.contains("<table summary='tree listing' class='list'>"));
+    assert!(html.contains("<td class='ls-mode'>d---------</td><td><a class='ls-dir' href='/r/tree/a'>a</a> / <a class='ls-dir' href='/r/tree/a/b'>b</a> / <a class='ls-dir' href='/r/tree/a/b/c'>c</a></td>"));
+    assert!(html.contains("<td class='ls-mode'>-rwxr-xr-x</td><td><a class='ls-blob sh' href='/r/tree/run.sh'>run.sh</a>"));
+    assert!(html.contains("<td class='ls-mode'>l---------</td><td><a class='ls-blob' href='/r/tree/link'>link</a> -&gt; <a class='ls-blob' href='/r/tree/src/app.rs'>src/app.rs</a>"));
+    assert!(html.contains("<td class='ls-mode'>m---------</td><td><a class='ls-mod' href='https://example.com/sub/commit/?id="));
+    assert!(html.contains("<a class='ls-blob txt' href='/r/tree/caf%e9.txt'>caf\u{fffd}.txt</a>"));
+    assert!(html.contains("<a class='button' href='/r/blame/run.sh'>blame</a>"));
+    let size = git(&site.work, &["cat-file", "-s", "HEAD:run.sh"]);
+    assert!(
+        html.contains(&format!(
+            "<td class='ls-size'>{}</td><td><a class='button' href='/r/log/run.sh'>log</a>",
+            size.trim()
+        )),
+        "blob sizes"
+    );
+    let first = git(&site.work, &["rev-list", "--max-parents=0", "HEAD"]);
+    assert!(server.get("/m/tree/").text().contains(&format!(
+        "<a class='ls-mod' href='https://x.org/c/{}'>sub</a> @ {}",
+        first.trim(),
+        &first[..7]
+    )));
+    let file = server.get("/r/tree/src/app.rs?h=main").text();
+    assert!(file.contains("<title>app.rs « src - r - [no description]</title>"));
+    assert!(file.contains("<div class='path'>path: <a href='/r/tree/'>root</a>/<a href='/r/tree/src'>src</a>/<a href='/r/tree/src/app.rs'>app.rs</a></div>"));
+    assert!(file.contains(
+        "(<a href='/r/plain/src/app.rs'>plain</a>) (<a href='/r/blame/src/app.rs'>blame</a>)"
+    ));
+    assert!(file.contains("<a id='n3' href='#n3'>3</a>"));
+    assert!(file.contains("<td class='lines'><pre><code>fn main() {\n    println!(&quot;changed&quot;);\n}\n</code></pre>"));
+    let bin = server.get("/r/tree/bin.dat").text();
+    assert!(bin.contains("<table summary='blob content' class='bin-blob'>"));
+    assert!(bin.contains("<td class='hex'> 00 01 62 69 6e 61 72 79 3c 26 3e ff </td><td class='hex'>..binary&lt;&amp;&gt;.</td>"));
+    let old = server.get("/r/tree/src?id=v1.0").text();
+    assert!(old.contains("href='/r/tree/src/main.rs?id=v1.0'"));
+    assert_eq!(server.get("/r/tree/nope").status, 404);
+    assert!(server.get("/r/tree/nope").text().contains("Path not found"));
+    assert_eq!(server.get("/r/tree/sub").status, 404);
+    let bad = server.get("/r/tree/?id=nope");
+    assert_eq!(bad.status, 404);
+    assert!(bad.text().contains("Invalid revision name: nope"));
+    let tree_id = git(&site.work, &["rev-parse", "HEAD^{tree}"]);
+    assert_eq!(
+        server
+            .get(&format!("/r/tree/?id={}", tree_id.trim()))
+            .status,
+        404
+    );
+    assert!(matches!(
+        server.get("/r/tree/?id=--output=x").status,
+        400 | 404
+    ));
+    assert_links_match_cgit(
+        &site,
+        &server,
+        &[
+            "/r/tree/",
+            "/r/tree/src",
+            "/r/tree/a",
+            "/r/tree/src/app.rs",
+            "/r/tree/?h=side",
+            "/r/tree/src?id=v1.0",
+            "/r/tree/bin.dat",
+        ],
+    );
+}
+
+#[test]
+fn max_blob_size_and_line_numbers_options() {
+    let site = build_site("max-blob-size=1\nenable-tree-linenumbers=0\n");
+    let server = Server::start(&site.rc);
+    let html = server.get("/r/tree/README.md").text();
+    assert!(!html.contains("class='linenumbers'"));
+    assert!(html.contains("<td class='lines'>"));
+    let big = "y\n".repeat(1500);
+    let dir = site.dir.path().join("plain.git");
+    let blob = {
+        let mut cmd = git_command(&dir, &["hash-object", "-w", "--stdin"]);
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(big.as_bytes())
+            .unwrap();
+        String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap()
+    };
+    let tree = {
+        let mut cmd = git_command(&dir, &["mktree"]);
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        use std::io::Write;
+        writeln!(
+            child.stdin.take().unwrap(),
+            "100644 blob {}\tbig.txt",
+            blob.trim()
+        )
+        .unwrap();
+        String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap()
+    };
+    let commit = git(&dir, &["commit-tree", tree.trim(), "-m", "big"]);
+    let page = server
+        .get(&format!("/r/tree/big.txt?id={}", commit.trim()))
+        .text();
+    assert!(
+        page.contains("<div class='error'>blob size (2KB) exceeds display size limit (1KB).</div>"),
+        "{page}"
+    );
+}
+
+#[test]
+fn plain_and_blob_serve_raw_bytes_safely() {
+    let site = build_site("mimetype.rs=text/x-rust\nmimetype.dat=image/x-test\n");
+    let server = Server::start(&site.rc);
+    let r = server.get("/r/plain/src/app.rs");
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.header("content-type"),
+        Some("text/plain; charset=UTF-8"),
+        "text/* is neutered"
+    );
+    assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+    assert_eq!(
+        r.header("content-security-policy"),
+        Some("default-src 'none'")
+    );
+    assert_eq!(
+        r.header("content-disposition"),
+        Some("inline; filename=\"app.rs\"")
+    );
+    let blob_id = git(&site.work, &["rev-parse", "HEAD:src/app.rs"]);
+    assert_eq!(
+        r.header("etag"),
+        Some(format!("\"{}\"", blob_id.trim()).as_str())
+    );
+    assert_eq!(
+        r.header("content-length"),
+        Some(r.body.len().to_string().as_str())
+    );
+    assert_eq!(r.body, std::fs::read(site.work.join("src/app.rs")).unwrap());
+    let bin = server.get("/r/plain/bin.dat");
+    assert_eq!(bin.header("content-type"), Some("image/x-test"));
+    assert_eq!(bin.body, b"\x00\x01binary<&>\xff");
+    let readme = server.get("/r/plain/README.md");
+    assert_eq!(
+        readme.header("content-type"),
+        Some("text/plain; charset=UTF-8")
+    );
+    let latin = server.get("/r/plain/caf%e9.txt");
+    assert_eq!(latin.status, 200);
+    assert_eq!(latin.body, b"latin\n");
+    let dir = server.get("/r/plain/a/b?h=side");
+    assert_eq!(dir.header("content-type"), Some("text/html; charset=UTF-8"));
+    let tree_id = git(&site.work, &["rev-parse", "side:a/b"]);
+    assert_eq!(
+        dir.header("etag"),
+        Some(format!("\"{}\"", tree_id.trim()).as_str())
+    );
+    let html = dir.text();
+    assert!(html.contains("<title>/a/b/</title>"));
+    assert!(html.contains("<li><a href='/r/plain/a/?h=side'>../</a></li>"));
+    assert!(html.contains("<li><a href='/r/plain/a/b/c/?h=side'>c</a></li>"));
+    let root = server.get("/r/plain/").text();
+    assert!(
+        !root.contains("../") && !root.contains(">sub<"),
+        "no parent, no gitlinks"
+    );
+    assert_eq!(server.get("/r/plain/nope").status, 404);
+    assert_eq!(server.get("/r/plain/?id=nope").status, 404);
+
+    let b = server.get(&format!("/r/blob/?id={}", blob_id.trim()));
+    assert_eq!(b.status, 200);
+    assert_eq!(b.header("content-type"), Some("text/plain; charset=UTF-8"));
+    assert_eq!(b.header("x-content-type-options"), Some("nosniff"));
+    let b = server.get("/r/blob/bin.dat?h=main");
+    assert_eq!(b.header("content-type"), Some("application/octet-stream"));
+    assert_eq!(
+        b.header("content-disposition"),
+        Some("inline; filename=\"bin.dat\"")
+    );
+    let bad = server.get("/r/blob/?id=abc");
+    assert_eq!(bad.status, 400);
+    assert!(bad.text().contains("Bad hex value: abc"));
+    assert_eq!(server.get("/r/blob/?id=--output=x").status, 400);
+    assert_eq!(
+        server
+            .get("/r/blob/?id=0000000000000000000000000000000000000001")
+            .status,
+        404
+    );
+    assert_eq!(server.get("/r/blob/nope").status, 404);
+}
+
+#[test]
+fn html_serving_keeps_declared_types() {
+    let site = build_site("enable-html-serving=1\nmimetype.md=text/html\n");
+    let server = Server::start(&site.rc);
+    let r = server.get("/r/plain/README.md");
+    assert_eq!(r.header("content-type"), Some("text/html; charset=UTF-8"));
+    assert!(r.header("content-security-policy").is_none());
+    let r = server.get("/r/plain/src/app.rs");
+    assert_eq!(
+        r.header("content-type"),
+        Some("text/plain; charset=UTF-8"),
+        "sniffed"
+    );
+}
+
+#[test]
+fn tag_pages() {
+    let site = build_site("");
+    let server = Server::start(&site.rc);
+    let html = server.get("/r/tag/?h=v1.0").text();
+    let tag_id = git(&site.work, &["rev-parse", "v1.0"]);
+    assert!(html.contains(&format!(
+        "<tr><td>tag name</td><td>v1.0 ({})</td></tr>",
+        tag_id.trim()
+    )));
+    assert!(html.contains("<tr><td>tag date</td><td>2024-01-02 03:04:05 +0100</td></tr>"));
+    assert!(
+        html.contains(
+            "<tr><td>tagged by</td><td>C O Mitter &lt;committer@example.com&gt;</td></tr>"
+        )
+    );
+    assert!(html.contains("<div class='commit-subject'>Version 1.0</div><div class='commit-msg'>\nFirst &lt;release&gt;.\n</div>"));
+    assert!(html.contains("<a href='/r/snapshot/r-1.0.tar.gz'>r-1.0.tar.gz</a><br/>"));
+    let light = server.get("/r/tag/?h=light").text();
+    assert!(light.contains("<tr><td>tag name</td><td>light</td></tr>"));
+    assert!(!light.contains("commit-subject"));
+    let r = server.get("/r/tag/?h=main");
+    assert_eq!(r.status, 404);
+    assert!(r.text().contains("Bad tag reference: main"));
+    assert_eq!(server.get("/r/tag/?id=nope").status, 404);
+    assert_links_match_cgit(
+        &site,
+        &server,
+        &["/r/tag/?h=v1.0", "/r/tag/?h=light", "/r/tag/?id=v1.0"],
+    );
+}
+
+#[test]
+fn empty_repository_and_bad_input_never_break() {
+    let site = build_site("");
+    let server = Server::start(&site.rc);
+    for url in [
+        "/empty/log/",
+        "/empty/log/x",
+        "/empty/tree/",
+        "/empty/plain/",
+        "/empty/blob/x",
+        "/empty/tag/",
+        "/empty/about/",
+        "/r/log/?id=--output=x",
+        "/r/log/?ofs=999999",
+        "/r/log/nope/deeper?showmsg=1",
+        "/r/log/?qt=unknown&q=x",
+        "/r/tree/%ff%fe",
+        "/r/plain/a/b/c/deep.txt/more",
+        "/r/tag/?h=%3Cscript%3E",
+    ] {
+        let r = server.get(url);
+        assert!(r.status < 500, "{url}: {}", r.status);
+        assert!(!r.text().contains("<script>"), "{url} echoes markup");
+    }
+    assert_eq!(server.get("/empty/log/").status, 200);
+    assert_eq!(server.get("/r/log/?id=nope").status, 404);
+    assert!(matches!(
+        server.get("/r/log/?id=--output=x").status,
+        400 | 404
+    ));
+    assert!(!site.dir.path().join("x").exists());
+}
+
+/// A repository whose readmes try every trick: raw HTML, scripts, event handlers,
+/// `javascript:` links, a symlink out of the repository directory.
+fn build_about_site() -> (TempDir, PathBuf) {
+    let dir = TempDir::new("about");
+    let root = dir.path();
+    let work = root.join("work");
+    init_repo(&work);
+    write(
+        &work,
+        "docs/README.md",
+        "# Docs <em>here</em>\n\n<script>alert(1)</script>\n\n\
+         [guide](guide.md#intro) ![logo](../img/logo.png) [bad](javascript:alert(1))\n\n\
+         <img src=x onerror=alert(1)> <a href=\"https://example.com/\" onclick=\"x()\">ext</a>\n",
+    );
+    write(&work, "docs/guide.md", "# Guide\n");
+    write(&work, "img/logo.png", b"\x89PNG\r\n\x1a\nfake".as_slice());
+    write(&work, "NOTES.txt", "plain <b>notes</b>\n");
+    commit_all(&work, "Docs", "2024-01-01T10:00:00+00:00");
+    let secret = root.join("secret.md");
+    std::fs::write(&secret, "# TOP SECRET\n").unwrap();
+    git(root, &["clone", "-q", "--bare", "work", "a.git"]);
+    std::os::unix::fs::symlink(&secret, root.join("a.git/escape.md")).unwrap();
+    std::fs::write(root.join("a.git/ondisk.md"), "# On disk [rel](x.md)\n").unwrap();
+    let filter = root.join("filter.sh");
+    std::fs::write(
+        &filter,
+        "#!/bin/sh\necho \"<p class='arg'>$1 $CGIT_REPO_NAME</p>\"\ntr a-z A-Z\necho '<script>evil()</script>'\n",
+    )
+    .unwrap();
+    let mut perms = std::fs::metadata(&filter).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&filter, perms).unwrap();
+    std::fs::write(
+        root.join("site.md"),
+        "# Site readme\n\n<script>x</script>\n",
+    )
+    .unwrap();
+    let rc = root.join("cgitrc");
+    let a = root.join("a.git");
+    let text = format!(
+        "virtual-root=/\nroot-readme={root}/site.md\n\
+         repo.url=md\nrepo.path={a}\nrepo.readme=:missing.md\nrepo.readme=:docs/README.md\n\n\
+         repo.url=txt\nrepo.path={a}\nrepo.readme=main:NOTES.txt\n\n\
+         repo.url=disk\nrepo.path={a}\nrepo.readme=ondisk.md\n\n\
+         repo.url=escape\nrepo.path={a}\nrepo.readme=escape.md\n\n\
+         repo.url=none\nrepo.path={a}\nrepo.homepage=https://example.org/home\n\n\
+         repo.url=none2\nrepo.path={a}\n\n\
+         about-filter=exec:{filter}\n\
+         repo.url=filtered\nrepo.path={a}\nrepo.readme=:docs/README.md\n",
+        root = root.display(),
+        a = a.display(),
+        filter = filter.display(),
+    );
+    std::fs::write(&rc, text).unwrap();
+    (dir, rc)
+}
+
+#[test]
+fn about_pages_render_sanitized_readmes() {
+    let (_dir, rc) = build_about_site();
+    let server = Server::start(&rc);
+    let r = server.get("/md/about");
+    assert_eq!(r.status, 301);
+    assert_eq!(r.header("location"), Some("/md/about/"));
+    let r = server.get("/md/about/");
+    assert_eq!(r.status, 200);
+    let html = r.text();
+    assert!(html.contains("<a class='active' href='/md/about/'>about</a>"));
+    assert!(
+        html.contains("<div id='summary'><h1>Docs <em>here</em></h1>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("href=\"/md/plain/docs/guide.md#intro\""),
+        "{html}"
+    );
+    assert!(html.contains("src=\"/md/plain/img/logo.png\""));
+    for bad in ["<script", "alert(1)</", "javascript:", "onerror", "onclick"] {
+        assert!(!html.contains(bad), "{bad} survived sanitizing");
+    }
+    assert!(
+        server
+            .get("/md/log/")
+            .text()
+            .contains("href='/md/about/'>about</a>")
+    );
+    assert!(!server.get("/none2/log/").text().contains(">about</a>"));
+    let logo = server.get("/md/about/../img/logo.png");
+    assert_eq!(logo.status, 200);
+    assert_eq!(logo.header("content-type"), Some("image/png"));
+    let guide = server.get("/md/about/guide.md").text();
+    assert!(guide.contains("<h1>Guide</h1>"));
+    assert_eq!(server.get("/md/about/../../../etc/passwd").status, 404);
+
+    let txt = server.get("/txt/about/").text();
+    assert!(txt.contains("<div id='summary'><pre>plain &lt;b&gt;notes&lt;/b&gt;\n</pre></div>"));
+    let disk = server.get("/disk/about/").text();
+    assert!(
+        disk.contains("<h1>On disk <a rel=\"noopener noreferrer\">rel</a></h1>"),
+        "relative links of readmes on disk are dropped: {disk}"
+    );
+
+    let escape = server.get("/escape/about/");
+    assert_eq!(
+        escape.status, 404,
+        "a readme symlinked out of the repository"
+    );
+    assert!(!escape.text().contains("TOP SECRET"));
+    assert!(!server.get("/escape/").text().contains(">about</a>"));
+
+    let none = server.get("/none/about/");
+    assert_eq!(none.status, 302);
+    assert_eq!(none.header("location"), Some("https://example.org/home"));
+    let none2 = server.get("/none2/about/");
+    assert_eq!(none2.status, 302);
+    assert_eq!(none2.header("location"), Some("/none2/"));
+
+    let filtered = server.get("/filtered/about/").text();
+    assert!(
+        filtered.contains("<p class=\"arg\">docs/README.md filtered</p>"),
+        "{filtered}"
+    );
+    assert!(
+        filtered.contains("# DOCS"),
+        "the filter got the readme on stdin"
+    );
+    assert!(!filtered.contains("evil()</"), "filter output is sanitized");
+
+    let site = server.get("/about/");
+    assert_eq!(site.status, 200);
+    let site = site.text();
+    assert!(
+        site.contains("# SITE README"),
+        "the site readme goes through the global about-filter too"
+    );
+    assert!(!site.contains("<script>x"));
+    assert!(site.contains("<a class='active' href='/about/'>about</a>"));
+}
+
+/// Runs git with `input` on stdin; returns trimmed stdout.
+fn git_stdin(dir: &Path, args: &[&str], input: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = git_command(dir, args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[test]
+fn huge_trees_and_blobs_are_cut_with_a_note() {
+    let site = build_site("");
+    let dir = site.dir.path().join("plain.git");
+    let small = git_stdin(&dir, &["hash-object", "-w", "--stdin"], b"x\n");
+    let listing: String = (0..3100)
+        .map(|i| format!("100644 blob {small}\tf{i:05}\n"))
+        .collect();
+    let big_text = "0123456789abcdef\n".repeat(200_000);
+    let big = git_stdin(&dir, &["hash-object", "-w", "--stdin"], big_text.as_bytes());
+    let listing = format!("{listing}100644 blob {big}\tzz-big.txt\n");
+    let tree = git_stdin(&dir, &["mktree"], listing.as_bytes());
+    let commit = git(&dir, &["commit-tree", &tree, "-m", "huge"]);
+    let server = Server::start(&site.rc);
+    let html = server.get(&format!("/r/tree/?id={}", commit.trim())).text();
+    assert!(html.contains("f02999"));
+    assert!(
+        !html.contains("f03000"),
+        "rows beyond the cap are not rendered"
+    );
+    assert!(html.contains("101 more entries than are shown here"));
+    let file = server.get(&format!("/r/tree/zz-big.txt?id={}", commit.trim()));
+    assert_eq!(file.status, 200);
+    let text = file.text();
+    assert!(
+        text.contains("Showing the first 340000 of 3400000 bytes."),
+        "{}",
+        &text[..2000]
+    );
+    assert!(text.len() < 2_000_000);
+    assert!(text.contains("<a id='n20000' href='#n20000'>20000</a>"));
+    assert!(!text.contains("id='n20001'"));
+    let plain = server.get(&format!("/r/plain/zz-big.txt?id={}", commit.trim()));
+    assert_eq!(plain.body.len(), 3_400_000, "plain serves the whole file");
+}
