@@ -16,6 +16,7 @@ pub fn is_expensive(req: &PageRequest) -> bool {
     let q = &req.query;
     match req.page.as_deref() {
         Some("blame" | "stats" | "snapshot") => true,
+        Some("atom") => req.path.is_some(),
         Some("log") => (req.path.is_some() && q.ofs > 0) || q.q.is_some(),
         _ => false,
     }
@@ -59,6 +60,10 @@ mod tests {
         req.page = Some("commit".into());
         assert!(!is_expensive(&req));
         req.page = Some("snapshot".into());
+        assert!(is_expensive(&req));
+        req.page = Some("atom".into());
+        assert!(!is_expensive(&req));
+        req.path = Some("src".into());
         assert!(is_expensive(&req));
     }
 }

@@ -46,6 +46,12 @@ pub fn iso_date(t: Time) -> String {
     )
 }
 
+/// `2026-11-30T17:00:00Z`: strict ISO 8601 in UTC, as Atom wants it.
+pub fn iso_utc(t: Time) -> String {
+    let (y, m, d, hh, mm, ss) = fields(Time::new(t.seconds, 0));
+    format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}Z")
+}
+
 /// `2026-11-30`
 pub fn short_date(t: Time) -> String {
     let (y, m, d, ..) = fields(t);
@@ -93,6 +99,7 @@ mod tests {
         assert_eq!(iso_date(t), "2023-11-14 23:13:20 +0100");
         assert_eq!(short_date(Time::new(0, -1800)), "1969-12-31");
         assert_eq!(iso_date(Time::new(0, -5400)), "1969-12-31 22:30:00 -0130");
+        assert_eq!(iso_utc(t), "2023-11-14T22:13:20Z");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! response. Nothing here knows about HTTP servers; `render` serves the server, the CLI and tests.
 
 mod about;
+mod atom;
 mod blob;
 mod clone;
 mod error;
@@ -241,6 +242,7 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
                 "HEAD" => clone::head(&ctx),
                 "objects" => clone::objects(&ctx),
                 "snapshot" => snapshot::render(&ctx),
+                "atom" => atom::render(&ctx),
                 "log" => log::render(&ctx),
                 "tree" => tree::render(&ctx),
                 "blob" => blob::render(&ctx),
