@@ -30,6 +30,8 @@ pub struct Frame<'a> {
     pub logo: Option<String>,
     pub logo_link: String,
     pub extra_head: Option<String>,
+    /// The repository's Atom feed for the current head and path (needs the request's host).
+    pub atom_feed: Option<String>,
     pub vcs_links: Vec<String>,
     pub repo_name: String,
     pub repo: Option<RepoHeader>,
@@ -76,6 +78,7 @@ impl<'a> Frame<'a> {
                 .clone()
                 .unwrap_or_else(|| g.virtual_root.clone()),
             extra_head: None,
+            atom_feed: None,
             vcs_links: Vec::new(),
             repo_name: String::new(),
             repo: None,
@@ -149,6 +152,10 @@ impl<'a> Frame<'a> {
                 .clone()
                 .unwrap_or_else(|| g.virtual_root.clone()),
             extra_head: cfg.extra_head_content.clone(),
+            atom_feed: ctx.req.host.as_ref().map(|host| {
+                let feed = l.page("atom", path, None, &[]);
+                links::with_args(&format!("http://{host}{feed}"), &[("h", &ctx.head)])
+            }),
             vcs_links: clone_urls(ctx),
             repo_name: cfg.name.clone(),
             repo: Some(RepoHeader {
