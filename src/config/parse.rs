@@ -157,9 +157,10 @@ impl Parser {
     fn add_found_repo(&mut self, found: super::scan::Found) {
         let mut url = found.rel.clone();
         if self.globals.remove_suffix
-            && let Some(stripped) = url.strip_suffix(".git") {
-                url = stripped.trim_end_matches('/').to_string();
-            }
+            && let Some(stripped) = url.strip_suffix(".git")
+        {
+            url = stripped.trim_end_matches('/').to_string();
+        }
         if url.is_empty() {
             return;
         }
@@ -180,9 +181,10 @@ impl Parser {
             self.repos[i].owner = super::scan::directory_owner(&found.dir).unwrap_or_default();
         }
         if self.repos[i].desc == NO_DESCRIPTION
-            && let Some(desc) = super::scan::description(&found.git_dir) {
-                self.repos[i].desc = desc;
-            }
+            && let Some(desc) = super::scan::description(&found.git_dir)
+        {
+            self.repos[i].desc = desc;
+        }
         let rc = found.git_dir.join("cgitrc");
         if let Ok(text) = std::fs::read(&rc) {
             let name = rc.display().to_string();

@@ -93,9 +93,10 @@ fn consider(root: &Path, dir: &Path, git_dir: PathBuf, globals: &Globals, found:
         return;
     }
     if let Some(marker) = &globals.strict_export
-        && !git_dir.join(marker).exists() {
-            return;
-        }
+        && !git_dir.join(marker).exists()
+    {
+        return;
+    }
     let rel = dir
         .strip_prefix(root)
         .unwrap_or(dir)

@@ -141,12 +141,14 @@ pub fn percent_decode(input: &[u8], plus_is_space: bool) -> BString {
     let mut i = 0;
     while i < input.len() {
         let b = input[i];
-        if b == b'%' && i + 2 < input.len()
-            && let (Some(h), Some(l)) = (hex(input[i + 1]), hex(input[i + 2])) {
-                out.push(h << 4 | l);
-                i += 3;
-                continue;
-            }
+        if b == b'%'
+            && i + 2 < input.len()
+            && let (Some(h), Some(l)) = (hex(input[i + 1]), hex(input[i + 2]))
+        {
+            out.push(h << 4 | l);
+            i += 3;
+            continue;
+        }
         out.push(if plus_is_space && b == b'+' { b' ' } else { b });
         i += 1;
     }

@@ -1,12 +1,14 @@
 //! cgit's pages: each a function from (site, repository state, parsed request) to a buffered
 //! response. Nothing here knows about HTTP servers; `render` serves the server, the CLI and tests.
 
+mod diffargs;
 mod error;
 mod format;
 mod frame;
 pub mod html;
 mod index;
 pub mod links;
+mod rawdiff;
 mod refs;
 mod request;
 mod shared;
@@ -119,6 +121,7 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
             match page {
                 "summary" => summary::render(&ctx),
                 "refs" => refs::render(&ctx),
+                "rawdiff" => rawdiff::render(&ctx),
                 _ => Err(PageError::NotFound(format!(
                     "The '{page}' page is not available in this version of cgitd"
                 ))),

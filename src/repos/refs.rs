@@ -254,17 +254,20 @@ fn read_tag(repo: &gix::Repository, name: &str, id: ObjectId, target: ObjectId) 
     };
     if tag.annotated
         && let Ok(obj) = repo.find_tag(id)
-            && let Ok(Some(tagger)) = obj.decode().and_then(|t| t.tagger()) {
-                let person = Person::from_signature(tagger);
-                tag.date = Some(person.time);
-                tag.author = Some(person);
-            }
-    if tag.target_kind == gix::object::Kind::Commit && tag.author.is_none()
+        && let Ok(Some(tagger)) = obj.decode().and_then(|t| t.tagger())
+    {
+        let person = Person::from_signature(tagger);
+        tag.date = Some(person.time);
+        tag.author = Some(person);
+    }
+    if tag.target_kind == gix::object::Kind::Commit
+        && tag.author.is_none()
         && let Ok(commit) = repo.find_commit(target)
-            && let Ok(decoded) = commit.decode() {
-                tag.author = decoded.author().ok().map(Person::from_signature);
-                tag.date = decoded.committer().ok().and_then(|c| c.time().ok());
-            }
+        && let Ok(decoded) = commit.decode()
+    {
+        tag.author = decoded.author().ok().map(Person::from_signature);
+        tag.date = decoded.committer().ok().and_then(|c| c.time().ok());
+    }
     tag
 }
 
