@@ -2,6 +2,7 @@
 
 pub mod diff;
 pub mod log;
+pub mod notes;
 pub mod rev;
 
 pub use log::{CommitInfo, LogPage};

@@ -1,8 +1,9 @@
 //! What the commit, diff, rawdiff and patch pages read from a request: the commits to compare
 //! and the diff options.
 
+use super::diff_body::{DiffMode, ViewOptions};
 use super::{PageError, RepoCtx};
-use crate::git;
+use crate::git::{self, diff::DiffOptions};
 use gix::ObjectId;
 
 /// The commits a diff-like page compares.
@@ -34,4 +35,76 @@ pub fn commit_pair(ctx: &RepoCtx<'_>) -> Result<CommitPair, PageError> {
             new,
         }),
     }
+}
+
+/// Diff options from `context`, `ignorews`, `dt` (default: `side-by-side-diffs`) and the
+/// configured rename limit.
+pub fn view_options(ctx: &RepoCtx<'_>) -> ViewOptions {
+    let q = &ctx.req.query;
+    let default_dt = u8::from(ctx.site.config.globals.side_by_side_diffs);
+    ViewOptions {
+        diff: DiffOptions {
+            ignore_whitespace: q.ignorews,
+            rename_limit: ctx.site.config.globals.renamelimit,
+            ..DiffOptions::with_context(q.context)
+        },
+        mode: DiffMode::from_dt(q.dt.unwrap_or(default_dt)),
+    }
+}
+
+/// The `div.cgit-panel` form of diff options.
+pub struct Panel {
+    pub hidden: Vec<(&'static str, String)>,
+    pub contexts: [u32; 16],
+    pub context: u32,
+    pub ignorews: bool,
+    pub dt: u8,
+}
+
+pub fn panel(ctx: &RepoCtx<'_>, opts: &ViewOptions) -> Panel {
+    let q = &ctx.req.query;
+    let mut hidden = Vec::new();
+    if ctx.head != ctx.refs.defbranch {
+        hidden.push(("h", ctx.head.clone()));
+    }
+    for (name, value) in [("id", &q.id), ("id2", &q.id2)] {
+        if let Some(v) = value {
+            hidden.push((name, v.clone()));
+        }
+    }
+    if q.showmsg {
+        hidden.push(("showmsg", "1".into()));
+    }
+    Panel {
+        hidden,
+        contexts: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 35, 40],
+        context: opts.diff.context,
+        ignorews: opts.diff.ignore_whitespace,
+        dt: opts.mode.dt(),
+    }
+}
+
+/// `div.path` crumbs for a path-limited page: root, then each directory of the path.
+pub fn crumbs(ctx: &RepoCtx<'_>, page: &str) -> Vec<(String, String)> {
+    let Some(path) = ctx.req.path.as_ref() else {
+        return Vec::new();
+    };
+    let q = &ctx.req.query;
+    let args: Vec<(&str, &str)> = [("id", &q.id), ("id2", &q.id2)]
+        .into_iter()
+        .filter_map(|(n, v)| v.as_deref().map(|v| (n, v)))
+        .collect();
+    let l = ctx.links();
+    let head = Some(ctx.head.as_str());
+    let mut crumbs = vec![("root".to_string(), l.page(page, None, head, &args))];
+    let mut end = 0;
+    for segment in path.split(|&b| b == b'/') {
+        end += segment.len();
+        crumbs.push((
+            String::from_utf8_lossy(segment).into_owned(),
+            l.page(page, Some(&path[..end]), head, &args),
+        ));
+        end += 1;
+    }
+    crumbs
 }

@@ -1,6 +1,9 @@
 //! cgit's pages: each a function from (site, repository state, parsed request) to a buffered
 //! response. Nothing here knows about HTTP servers; `render` serves the server, the CLI and tests.
 
+mod commit;
+mod diff;
+pub mod diff_body;
 mod diffargs;
 mod error;
 mod format;
@@ -122,6 +125,8 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
                 "summary" => summary::render(&ctx),
                 "refs" => refs::render(&ctx),
                 "rawdiff" => rawdiff::render(&ctx),
+                "commit" => commit::render(&ctx),
+                "diff" => diff::render(&ctx),
                 _ => Err(PageError::NotFound(format!(
                     "The '{page}' page is not available in this version of cgitd"
                 ))),
