@@ -69,17 +69,19 @@ fn main() {
             ),
         };
         let sig_arg = format!("--signature={signature}");
-        let expected_patch = git(
-            &git_dir,
-            &[
-                "format-patch",
-                "--stdout",
-                "--subject-prefix=",
-                &sig_arg,
-                "-1",
-                id,
-            ],
-        );
+        let range = parent.map(|p| format!("{p}..{id}"));
+        let mut patch_args = vec![
+            "format-patch",
+            "-N",
+            "--stdout",
+            "--subject-prefix=",
+            &sig_arg,
+        ];
+        match &range {
+            Some(r) => patch_args.push(r),
+            None => patch_args.extend(["--root", "-1", id]),
+        }
+        let expected_patch = git(&git_dir, &patch_args);
         let raw = render(&site, &format!("/r/rawdiff/?id={id}"));
         let patch = render(&site, &format!("/r/patch/?id={id}"));
         checked += 1;

@@ -1,6 +1,7 @@
 //! Read-only git queries over gix, returning plain data: no HTML, no HTTP.
 
 pub mod diff;
+pub mod format_patch;
 pub mod log;
 pub mod notes;
 pub mod rev;

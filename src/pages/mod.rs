@@ -11,6 +11,7 @@ mod frame;
 pub mod html;
 mod index;
 pub mod links;
+mod patch;
 mod rawdiff;
 mod refs;
 mod request;
@@ -127,6 +128,7 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
                 "rawdiff" => rawdiff::render(&ctx),
                 "commit" => commit::render(&ctx),
                 "diff" => diff::render(&ctx),
+                "patch" => patch::render(&ctx),
                 _ => Err(PageError::NotFound(format!(
                     "The '{page}' page is not available in this version of cgitd"
                 ))),
