@@ -32,14 +32,17 @@ pub fn write_commit(
         ));
     }
     out.extend_from_slice(format!("From {commit} Mon Sep 17 00:00:00 2001\n").as_bytes());
-    write_from(out, author.name.trim(), author.email.trim());
+    let encoding = c.encoding.map(|e| e.to_vec());
+    let name = to_utf8(author.name.trim(), encoding.as_deref());
+    let message = to_utf8(c.message, encoding.as_deref());
+    write_from(out, &name, author.email.trim());
     let date = author
         .time()
         .map_err(GitError::internal)?
         .format(gix::date::time::format::GIT_RFC2822)
         .map_err(GitError::internal)?;
     out.extend_from_slice(format!("Date: {date}\n").as_bytes());
-    let (subject, body) = split_message(c.message);
+    let (subject, body) = split_message(&message);
     out.extend_from_slice(b"Subject: ");
     if needs_encoding(&subject) {
         add_rfc2047(out, &subject, 9, false);
@@ -47,7 +50,7 @@ pub fn write_commit(
         add_wrapped(out, &subject, 9);
     }
     out.push(b'\n');
-    if c.message.iter().any(|&b| non_ascii(b)) {
+    if message.iter().any(|&b| non_ascii(b)) {
         out.extend_from_slice(
             b"MIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\n\
               Content-Transfer-Encoding: 8bit\n",
@@ -64,6 +67,26 @@ pub fn write_commit(
     }
     out.extend_from_slice(format!("-- \n{signature}\n\n").as_bytes());
     Ok(())
+}
+
+/// Text of a commit in `encoding` as UTF-8, as git re-encodes log output. Only Latin-1 is
+/// converted; other encodings are shown as stored.
+fn to_utf8<'a>(text: &'a [u8], encoding: Option<&[u8]>) -> std::borrow::Cow<'a, [u8]> {
+    let latin1 = encoding.is_some_and(|e| {
+        [&b"ISO-8859-1"[..], b"ISO8859-1", b"latin1", b"latin-1"]
+            .iter()
+            .any(|name| e.eq_ignore_ascii_case(name))
+    });
+    if latin1 {
+        std::borrow::Cow::Owned(
+            text.iter()
+                .map(|&b| b as char)
+                .collect::<String>()
+                .into_bytes(),
+        )
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
 }
 
 fn write_from(out: &mut Vec<u8>, name: &[u8], email: &[u8]) {
