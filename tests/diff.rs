@@ -227,6 +227,19 @@ fn build() -> Fixture {
     );
     git(&work, &["checkout", "-q", "main"]);
 
+    // a change over the page's line limit
+    git(&work, &["checkout", "-q", "-b", "big", "main"]);
+    let big: String = (0..12_000)
+        .map(|i| format!("generated line {i}\n"))
+        .collect();
+    write(&work, "big.txt", big);
+    add_and_commit(&work, "big.txt", "A big file", "2024-01-07T14:00:00+00:00");
+    git(&work, &["checkout", "-q", "main"]);
+    git(
+        &work,
+        &["notes", "add", "-m", "A note <with> markup", "main~7"],
+    );
+
     // an unrelated history
     git(&work, &["checkout", "-q", "--orphan", "orphan"]);
     git(&work, &["rm", "-rq", "--cached", "."]);
@@ -456,6 +469,16 @@ fn commit_page_shows_info_message_and_diff() {
         .text();
     assert_eq!(octopus.matches("<th>parent</th>").count(), 3);
     assert!(!octopus.contains("diffstat"));
+    // notes, escaped
+    assert!(html_has_note(&server, &f.rev("main~7")));
+    // a diff over the limits is cut short, not refused
+    let big = server.get(&format!("/r/commit/?id={}", f.rev("big")));
+    assert_eq!(big.status, 200);
+    assert!(big.text().contains("(diff too large to show)"));
+    assert!(
+        big.text()
+            .contains("diff too large: some files are not shown")
+    );
     // binary files
     let bin = server
         .get(&format!("/r/commit/?id={}", f.rev("binary")))
@@ -470,6 +493,12 @@ fn commit_page_shows_info_message_and_diff() {
         .text();
     assert!(root.contains("<div class='diffstat-summary'>7 files changed, "));
     assert!(!root.contains("<th>parent</th>"));
+}
+
+fn html_has_note(server: &Server, id: &str) -> bool {
+    server.get(&format!("/r/commit/?id={id}")).text().contains(
+        "<div class='notes-header'>Notes</div><div class='notes'>A note &lt;with&gt; markup\n</div><div class='notes-footer'></div>",
+    )
 }
 
 #[test]
