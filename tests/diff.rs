@@ -558,6 +558,12 @@ fn diff_page_modes_options_and_path_limit() {
     assert!(limited.contains("(limited to 'dir/with space.txt')"));
     assert!(limited.contains("<a href='../../diff/?id="));
     assert!(limited.contains("<div class='path'>path: <a href='/r/diff/?id="));
+    let slash = server.get(&format!("/r/diff/dir/?id={id}"));
+    assert_eq!(slash.status, 301);
+    assert_eq!(
+        slash.header("location"),
+        Some(format!("/r/diff/dir?id={id}").as_str())
+    );
     // unrelated id2 still diffs
     let unrelated = server
         .get(&format!(

@@ -46,6 +46,9 @@ fn person(ctx: &RepoCtx<'_>, p: &Person) -> String {
 }
 
 pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
+    if let Some(redirect) = diffargs::slash_redirect(ctx) {
+        return Ok(redirect);
+    }
     let id = diffargs::new_commit(ctx)?;
     let commit = git::log::read_commit(ctx.repo, id)?;
     let opts = diffargs::view_options(ctx);

@@ -13,6 +13,9 @@ struct Diff {
 }
 
 pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
+    if let Some(redirect) = diffargs::slash_redirect(ctx) {
+        return Ok(redirect);
+    }
     let pair = diffargs::commit_pair(ctx)?;
     let opts = diffargs::view_options(ctx);
     let path = ctx.req.path.as_ref().map(|p| p.as_slice());

@@ -435,11 +435,12 @@ impl Body<'_> {
         while i < lines.len() {
             if lines[i].kind == LineKind::Context {
                 let l = &lines[i];
+                let cell = expand(&l.text);
                 self.ss_row(
                     out,
                     f,
-                    Some((l.old_no, "ctx", &l.text)),
-                    Some((l.new_no, "ctx", &l.text)),
+                    (l.old_no, "ctx", cell.clone()),
+                    (l.new_no, "ctx", cell),
                 );
                 i += 1;
                 continue;
@@ -465,11 +466,11 @@ impl Body<'_> {
             let (d, a) = (dels.get(k), adds.get(k));
             if changed && let (Some(d), Some(a)) = (d, a) {
                 let (left, right) = intraline(&d.text, &a.text);
-                self.ss_row_html(
+                self.ss_row(
                     out,
                     f,
-                    Some((d.old_no, "changed", left)),
-                    Some((a.new_no, "changed", right)),
+                    (d.old_no, "changed", left),
+                    (a.new_no, "changed", right),
                 );
                 continue;
             }
@@ -478,42 +479,23 @@ impl Body<'_> {
                 (false, true) => ("del", "del_dark"),
                 (false, false) => ("add", "add_dark"),
             };
-            let left = d.map(|l| (l.old_no, class, expand(&l.text)));
-            let right = a.map(|l| (l.new_no, class, expand(&l.text)));
-            self.ss_row_html(
-                out,
-                f,
-                left.or(Some((0, dark, String::new()))),
-                right.or(Some((0, dark, String::new()))),
-            );
+            let empty = || (0, dark, String::new());
+            let left = d.map_or_else(empty, |l| (l.old_no, class, expand(&l.text)));
+            let right = a.map_or_else(empty, |l| (l.new_no, class, expand(&l.text)));
+            self.ss_row(out, f, left, right);
         }
     }
 
+    /// One row: line number (0: none) and content cell per side; content is already HTML.
     fn ss_row(
         &self,
         out: &mut String,
         f: &FileDiff,
-        left: Option<(u32, &str, &gix::bstr::BString)>,
-        right: Option<(u32, &str, &gix::bstr::BString)>,
-    ) {
-        let left = left.map(|(n, c, t)| (n, c, expand(t)));
-        let right = right.map(|(n, c, t)| (n, c, expand(t)));
-        self.ss_row_html(out, f, left, right);
-    }
-
-    /// One row: line number and content cell per side; content is already HTML.
-    fn ss_row_html(
-        &self,
-        out: &mut String,
-        f: &FileDiff,
-        left: Option<(u32, &str, String)>,
-        right: Option<(u32, &str, String)>,
+        left: (u32, &str, String),
+        right: (u32, &str, String),
     ) {
         out.push_str("<tr>");
-        for (side, is_new) in [(left, false), (right, true)] {
-            let Some((no, class, html)) = side else {
-                continue;
-            };
+        for ((no, class, html), is_new) in [(left, false), (right, true)] {
             out.push_str("\n<td class='lineno'>");
             if no > 0 {
                 let path = if is_new { f.new_path() } else { f.old_path() };

@@ -2,7 +2,7 @@
 //! and the diff options.
 
 use super::diff_body::{DiffMode, ViewOptions};
-use super::{PageError, RepoCtx};
+use super::{PageError, RepoCtx, Response};
 use crate::git::{self, diff::DiffOptions};
 use gix::ObjectId;
 
@@ -107,4 +107,20 @@ pub fn crumbs(ctx: &RepoCtx<'_>, page: &str) -> Vec<(String, String)> {
         end += 1;
     }
     crumbs
+}
+
+/// The diff body's links are relative to `<page>/<path>` without a trailing slash, so a
+/// path-limited URL ending in `/` is redirected to its form without it.
+pub fn slash_redirect(ctx: &RepoCtx<'_>) -> Option<Response> {
+    if ctx.req.path.is_none() || !ctx.req.trailing_slash {
+        return None;
+    }
+    let target = &ctx.req.target;
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let mut location = path.trim_end_matches('/').to_string();
+    if !query.is_empty() {
+        location.push('?');
+        location.push_str(query);
+    }
+    Some(Response::redirect(301, location))
 }
