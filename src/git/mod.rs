@@ -1,7 +1,10 @@
 //! Read-only git queries over gix, returning plain data: no HTML, no HTTP.
 
 pub mod changes;
+pub mod diff;
+pub mod format_patch;
 pub mod log;
+pub mod notes;
 pub mod rev;
 pub mod tree;
 

@@ -3,6 +3,10 @@
 
 mod about;
 mod blob;
+mod commit;
+mod diff;
+pub mod diff_body;
+mod diffargs;
 mod error;
 mod filter;
 mod format;
@@ -13,7 +17,9 @@ mod index;
 pub mod links;
 mod log;
 mod mime;
+mod patch;
 mod plain;
+mod rawdiff;
 mod readme;
 mod refs;
 mod request;
@@ -206,6 +212,10 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
                 "plain" => plain::render(&ctx),
                 "tag" => tag::render(&ctx),
                 "about" => about::render(&ctx),
+                "rawdiff" => rawdiff::render(&ctx),
+                "commit" => commit::render(&ctx),
+                "diff" => diff::render(&ctx),
+                "patch" => patch::render(&ctx),
                 _ => Err(PageError::NotFound(format!(
                     "The '{page}' page is not available in this version of cgitd"
                 ))),
