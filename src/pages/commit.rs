@@ -3,7 +3,7 @@
 use super::diffargs::{self, Panel};
 use super::frame::{self, Frame};
 use super::shared::{self, DecoLink};
-use super::{PageError, RepoCtx, Response, diff_body, format};
+use super::{PageError, RepoCtx, Response, esi, format};
 use crate::git::{self, CommitInfo};
 use crate::repos::Person;
 use askama::Template;
@@ -34,7 +34,7 @@ struct Commit {
     decorations: Vec<DecoLink>,
     body: String,
     notes: Option<String>,
-    diff_body: String,
+    diff_body: std::sync::Arc<str>,
 }
 
 fn person(ctx: &RepoCtx<'_>, p: &Person) -> String {
@@ -53,11 +53,11 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let commit = git::log::read_commit(ctx.repo, id)?;
     let opts = diffargs::view_options(ctx);
     let path = ctx.req.path.as_ref().map(|p| p.as_slice());
-    let diff_body = if commit.parents.len() < 3 {
+    let (diff_body, surrogate) = if commit.parents.len() < 3 {
         let old = commit.parents.first().copied();
-        diff_body::render(ctx.repo, old, id, &opts, path)?
+        esi::diff_body(ctx, old, id, &opts, path)?
     } else {
-        String::new()
+        (String::new().into(), false)
     };
     let l = ctx.links();
     let head = Some(ctx.head.as_str());
@@ -94,7 +94,9 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let mut frame = Frame::repo(ctx, "commit");
     frame.title = format!("{} - {}", commit.subject, frame.title);
     frame.crumbs = diffargs::crumbs(ctx, "commit");
-    Ok(Response::html(frame::wrap(ctx.site, &frame, &body)))
+    let mut response = Response::html(frame::wrap(ctx.site, &frame, &body));
+    esi::mark_frame(&mut response, surrogate);
+    Ok(response)
 }
 
 fn parent_rows(ctx: &RepoCtx<'_>, commit: &CommitInfo, path: Option<&[u8]>) -> Vec<ParentRow> {

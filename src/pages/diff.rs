@@ -2,14 +2,14 @@
 
 use super::diffargs::{self, Panel};
 use super::frame::{self, Frame};
-use super::{PageError, RepoCtx, Response, diff_body};
+use super::{PageError, RepoCtx, Response, esi};
 use askama::Template;
 
 #[derive(Template)]
 #[template(path = "diff.html")]
 struct Diff {
     panel: Panel,
-    diff_body: String,
+    diff_body: std::sync::Arc<str>,
 }
 
 pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
@@ -19,11 +19,14 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let pair = diffargs::commit_pair(ctx)?;
     let opts = diffargs::view_options(ctx);
     let path = ctx.req.path.as_ref().map(|p| p.as_slice());
+    let (diff_body, surrogate) = esi::diff_body(ctx, pair.old, pair.new, &opts, path)?;
     let body = Diff {
         panel: diffargs::panel(ctx, &opts),
-        diff_body: diff_body::render(ctx.repo, pair.old, pair.new, &opts, path)?,
+        diff_body,
     };
     let mut frame = Frame::repo(ctx, "diff");
     frame.crumbs = diffargs::crumbs(ctx, "diff");
-    Ok(Response::html(frame::wrap(ctx.site, &frame, &body)))
+    let mut response = Response::html(frame::wrap(ctx.site, &frame, &body));
+    esi::mark_frame(&mut response, surrogate);
+    Ok(response)
 }

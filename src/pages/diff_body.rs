@@ -8,7 +8,7 @@ use super::PageError;
 use super::html::escape;
 use super::links::{escape_arg, escape_path};
 use crate::git::diff::{
-    self, Abbrev, Content, DiffOptions, FileDiff, Hunk, Limits, LineKind, Status, TreeDiff,
+    self, Content, DiffOptions, FileDiff, Hunk, Limits, LineKind, Status, TreeDiff,
 };
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
@@ -60,7 +60,6 @@ pub fn render(
         .copied();
     let body = Body {
         links: RelLinks::new(old, new, old != first_parent, opts, path),
-        abbrev: Abbrev::new(repo),
         new,
     };
     let mut out = String::with_capacity(8192);
@@ -129,11 +128,14 @@ impl RelLinks {
     }
 }
 
-struct Body<'r> {
+struct Body {
     links: RelLinks,
-    abbrev: Abbrev<'r>,
     new: ObjectId,
 }
+
+/// Abbreviated ids in `index` lines: a fixed length, so that the body does not depend on how
+/// many objects the repository showing it has (git would lengthen them to stay unique there).
+const ABBREV: usize = 10;
 
 fn text(bytes: &[u8]) -> String {
     escape(&bytes.to_str_lossy())
@@ -188,7 +190,7 @@ fn percent(part: usize, whole: usize) -> f64 {
     }
 }
 
-impl Body<'_> {
+impl Body {
     fn diffstat(&self, out: &mut String, tree: &TreeDiff, path: Option<&[u8]>) {
         let _ = write!(
             out,
@@ -299,8 +301,8 @@ impl Body<'_> {
             let _ = write!(
                 out,
                 "<br/>index {}..{}",
-                self.abbrev.hex(&id1),
-                self.abbrev.hex(&id2)
+                id1.to_hex_with_len(ABBREV),
+                id2.to_hex_with_len(ABBREV)
             );
             if m1 != 0 && m2 != 0 {
                 let _ = write!(out, " {m1:06o}");

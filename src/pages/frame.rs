@@ -223,7 +223,6 @@ struct FrameHead<'a> {
 struct FrameFoot<'a> {
     f: &'a Frame<'a>,
     footer_file: Option<String>,
-    generated: String,
 }
 
 fn read_include(path: &Option<std::path::PathBuf>) -> Option<String> {
@@ -244,7 +243,6 @@ pub fn wrap(site: &Site, frame: &Frame<'_>, body: &dyn askama::DynTemplate) -> S
     let foot = FrameFoot {
         f: frame,
         footer_file: read_include(&g.footer),
-        generated: super::format::iso_date(gix::date::Time::new(super::format::now(), 0)),
     };
     let _ = head.render_into(&mut out);
     let _ = body.dyn_render_into(&mut out);

@@ -8,6 +8,7 @@ mod diff;
 pub mod diff_body;
 mod diffargs;
 mod error;
+mod esi;
 mod filter;
 mod format;
 mod frame;
@@ -143,7 +144,8 @@ pub fn render(site: &Site, req: &PageRequest) -> Response {
     };
     match result {
         Ok(mut response) => {
-            if matches!(response.status, 200 | 304) {
+            let has_cache_control = response.headers.iter().any(|(n, _)| *n == "Cache-Control");
+            if matches!(response.status, 200 | 304) && !has_cache_control {
                 let cc = validators::cache_control(&site.config.globals, req);
                 response.headers.push(("Cache-Control", cc));
             }
@@ -216,6 +218,7 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
                 "commit" => commit::render(&ctx),
                 "diff" => diff::render(&ctx),
                 "patch" => patch::render(&ctx),
+                "esi-diff" => esi::render_fragment(&ctx),
                 _ => Err(PageError::NotFound(format!(
                     "The '{page}' page is not available in this version of cgitd"
                 ))),
@@ -230,9 +233,9 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
 
 /// The pages cgit knows.
 const PAGES: &[&str] = &[
-    "HEAD", "atom", "about", "blame", "blob", "commit", "diff", "info", "log", "ls_cache",
-    "objects", "patch", "plain", "rawdiff", "refs", "repolist", "snapshot", "stats", "summary",
-    "tag", "tree",
+    "HEAD", "atom", "about", "blame", "blob", "commit", "diff", "esi-diff", "info", "log",
+    "ls_cache", "objects", "patch", "plain", "rawdiff", "refs", "repolist", "snapshot", "stats",
+    "summary", "tag", "tree",
 ];
 
 /// The static name of a page cgit knows.
