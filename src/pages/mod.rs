@@ -226,9 +226,32 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
             if response.status == 200 && !response.headers.iter().any(|(n, _)| *n == "ETag") {
                 response.headers.push(("ETag", etag));
             }
+            if response.status == 200
+                && let Some(time) = named_commit_time(repo, req)
+            {
+                response
+                    .headers
+                    .push(("Last-Modified", format::http_date(time)));
+            }
             Ok(response)
         })
         .map_err(PageError::from)?
+}
+
+/// The committer date of the commit a URL names by full id (`id=`), for `Last-Modified`.
+fn named_commit_time(repo: &gix::Repository, req: &PageRequest) -> Option<i64> {
+    if !validators::names_only_full_ids(req) {
+        return None;
+    }
+    let id = gix::ObjectId::from_hex(req.query.id.as_ref()?.as_bytes()).ok()?;
+    let commit = crate::git::rev::peel_to_commit(repo, id)?;
+    Some(
+        crate::git::log::read_commit(repo, commit)
+            .ok()?
+            .committer
+            .time
+            .seconds,
+    )
 }
 
 /// The pages cgit knows.
