@@ -2,8 +2,11 @@
 
 pub mod archive;
 pub mod changes;
+pub mod diff;
 pub mod files;
+pub mod format_patch;
 pub mod log;
+pub mod notes;
 pub mod rev;
 pub mod tree;
 

@@ -58,6 +58,20 @@ pub fn short_date(t: Time) -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
+/// RFC 1123 date for HTTP headers (`Last-Modified`).
+pub fn http_date(seconds: i64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let (y, m, d, hh, mm, ss) = fields(Time::new(seconds, 0));
+    let weekday = DAYS[seconds.div_euclid(DAY).rem_euclid(7) as usize];
+    format!(
+        "{weekday}, {d:02} {} {y:04} {hh:02}:{mm:02}:{ss:02} GMT",
+        MONTHS[m as usize - 1]
+    )
+}
+
 /// An age as cgit's `span.age-*`: (css class, text).
 pub fn age(t: Time, now: i64) -> (&'static str, String) {
     let secs = (now - t.seconds).max(0);
@@ -100,6 +114,7 @@ mod tests {
         assert_eq!(short_date(Time::new(0, -1800)), "1969-12-31");
         assert_eq!(iso_date(Time::new(0, -5400)), "1969-12-31 22:30:00 -0130");
         assert_eq!(iso_utc(t), "2023-11-14T22:13:20Z");
+        assert_eq!(http_date(1_700_000_000), "Tue, 14 Nov 2023 22:13:20 GMT");
     }
 
     #[test]

@@ -30,7 +30,8 @@ pub struct Frame<'a> {
     pub logo: Option<String>,
     pub logo_link: String,
     pub extra_head: Option<String>,
-    /// The repository's Atom feed for the current head and path (needs the request's host).
+    /// The repository's Atom feed for the current head and path. cgit writes it with the
+    /// request's host; a root-relative link keeps pages the same whatever the Host header.
     pub atom_feed: Option<String>,
     pub vcs_links: Vec<String>,
     pub repo_name: String,
@@ -152,10 +153,10 @@ impl<'a> Frame<'a> {
                 .clone()
                 .unwrap_or_else(|| g.virtual_root.clone()),
             extra_head: cfg.extra_head_content.clone(),
-            atom_feed: ctx.req.host.as_ref().map(|host| {
-                let feed = l.page("atom", path, None, &[]);
-                links::with_args(&format!("http://{host}{feed}"), &[("h", &ctx.head)])
-            }),
+            atom_feed: Some(links::with_args(
+                &l.page("atom", path, None, &[]),
+                &[("h", &ctx.head)],
+            )),
             vcs_links: clone_urls(ctx),
             repo_name: cfg.name.clone(),
             repo: Some(RepoHeader {
@@ -230,7 +231,6 @@ struct FrameHead<'a> {
 struct FrameFoot<'a> {
     f: &'a Frame<'a>,
     footer_file: Option<String>,
-    generated: String,
 }
 
 fn read_include(path: &Option<std::path::PathBuf>) -> Option<String> {
@@ -251,7 +251,6 @@ pub fn wrap(site: &Site, frame: &Frame<'_>, body: &dyn askama::DynTemplate) -> S
     let foot = FrameFoot {
         f: frame,
         footer_file: read_include(&g.footer),
-        generated: super::format::iso_date(gix::date::Time::new(super::format::now(), 0)),
     };
     let _ = head.render_into(&mut out);
     let _ = body.dyn_render_into(&mut out);

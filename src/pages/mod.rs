@@ -5,7 +5,12 @@ mod about;
 mod atom;
 mod blob;
 mod clone;
+mod commit;
+mod diff;
+pub mod diff_body;
+mod diffargs;
 mod error;
+mod esi;
 mod filter;
 mod format;
 mod frame;
@@ -15,7 +20,9 @@ mod index;
 pub mod links;
 mod log;
 mod mime;
+mod patch;
 mod plain;
+mod rawdiff;
 mod readme;
 mod refs;
 mod request;
@@ -175,7 +182,8 @@ pub fn render(site: &Site, req: &PageRequest) -> Response {
     };
     match result {
         Ok(mut response) => {
-            if matches!(response.status, 200 | 304) {
+            let has_cache_control = response.headers.iter().any(|(n, _)| *n == "Cache-Control");
+            if matches!(response.status, 200 | 304) && !has_cache_control {
                 let cc = validators::cache_control(&site.config.globals, req);
                 response.headers.push(("Cache-Control", cc));
             }
@@ -249,6 +257,11 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
                 "plain" => plain::render(&ctx),
                 "tag" => tag::render(&ctx),
                 "about" => about::render(&ctx),
+                "rawdiff" => rawdiff::render(&ctx),
+                "commit" => commit::render(&ctx),
+                "diff" => diff::render(&ctx),
+                "patch" => patch::render(&ctx),
+                "esi-diff" => esi::render_fragment(&ctx),
                 _ => Err(PageError::NotFound(format!(
                     "The '{page}' page is not available in this version of cgitd"
                 ))),
@@ -256,16 +269,39 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
             if response.status == 200 && !response.headers.iter().any(|(n, _)| *n == "ETag") {
                 response.headers.push(("ETag", etag));
             }
+            if response.status == 200
+                && let Some(time) = named_commit_time(repo, req)
+            {
+                response
+                    .headers
+                    .push(("Last-Modified", format::http_date(time)));
+            }
             Ok(response)
         })
         .map_err(PageError::from)?
 }
 
+/// The committer date of the commit a URL names by full id (`id=`), for `Last-Modified`.
+fn named_commit_time(repo: &gix::Repository, req: &PageRequest) -> Option<i64> {
+    if !validators::names_only_full_ids(req) {
+        return None;
+    }
+    let id = gix::ObjectId::from_hex(req.query.id.as_ref()?.as_bytes()).ok()?;
+    let commit = crate::git::rev::peel_to_commit(repo, id)?;
+    Some(
+        crate::git::log::read_commit(repo, commit)
+            .ok()?
+            .committer
+            .time
+            .seconds,
+    )
+}
+
 /// The pages cgit knows.
 const PAGES: &[&str] = &[
-    "HEAD", "atom", "about", "blame", "blob", "commit", "diff", "info", "log", "ls_cache",
-    "objects", "patch", "plain", "rawdiff", "refs", "repolist", "snapshot", "stats", "summary",
-    "tag", "tree",
+    "HEAD", "atom", "about", "blame", "blob", "commit", "diff", "esi-diff", "info", "log",
+    "ls_cache", "objects", "patch", "plain", "rawdiff", "refs", "repolist", "snapshot", "stats",
+    "summary", "tag", "tree",
 ];
 
 /// The static name of a page cgit knows.

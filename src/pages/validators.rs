@@ -21,6 +21,13 @@ pub fn repo_etag(site: &Site, req: &PageRequest, refs_version: u64) -> String {
     format!("W/\"{:016x}\"", h.finish())
 }
 
+/// The validator of a repository-neutral fragment: its identity (ids, options, path).
+pub fn fragment_etag(identity: &str) -> String {
+    let mut h = DefaultHasher::new();
+    (env!("CARGO_PKG_VERSION"), identity).hash(&mut h);
+    format!("\"{:016x}\"", h.finish())
+}
+
 /// A weak validator from a rendered body, for pages without a cheaper one (the index).
 pub fn body_etag(site: &Site, body: &[u8]) -> String {
     let mut h = DefaultHasher::new();

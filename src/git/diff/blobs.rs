@@ -1,0 +1,54 @@
+//! Blob contents and sizes read once per diff computation.
+
+use super::GitError;
+use super::rename::span_counts;
+use gix::ObjectId;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+pub struct Blobs<'r> {
+    repo: &'r gix::Repository,
+    data: HashMap<ObjectId, Rc<[u8]>>,
+    sizes: HashMap<ObjectId, u64>,
+    spans: HashMap<ObjectId, Rc<Vec<(u32, u64)>>>,
+}
+
+impl<'r> Blobs<'r> {
+    pub fn new(repo: &'r gix::Repository) -> Self {
+        Blobs {
+            repo,
+            data: HashMap::new(),
+            sizes: HashMap::new(),
+            spans: HashMap::new(),
+        }
+    }
+
+    pub fn get(&mut self, id: ObjectId) -> Result<Rc<[u8]>, GitError> {
+        if let Some(d) = self.data.get(&id) {
+            return Ok(Rc::clone(d));
+        }
+        let object = self.repo.find_object(id).map_err(GitError::internal)?;
+        let data: Rc<[u8]> = Rc::from(object.detach().data);
+        self.sizes.insert(id, data.len() as u64);
+        self.data.insert(id, Rc::clone(&data));
+        Ok(data)
+    }
+
+    pub fn size(&mut self, id: ObjectId) -> Result<u64, GitError> {
+        if let Some(s) = self.sizes.get(&id) {
+            return Ok(*s);
+        }
+        let header = self.repo.find_header(id).map_err(GitError::internal)?;
+        self.sizes.insert(id, header.size());
+        Ok(header.size())
+    }
+
+    pub fn span_counts(&mut self, id: ObjectId) -> Result<Rc<Vec<(u32, u64)>>, GitError> {
+        if let Some(s) = self.spans.get(&id) {
+            return Ok(Rc::clone(s));
+        }
+        let spans = Rc::new(span_counts(&self.get(id)?));
+        self.spans.insert(id, Rc::clone(&spans));
+        Ok(spans)
+    }
+}

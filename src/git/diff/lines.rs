@@ -1,0 +1,258 @@
+//! Line diff of two texts into git's unified hunks: Myers with git's slider heuristics,
+//! context merging, function-name headers and missing-newline markers.
+
+use gix::bstr::BString;
+use gix::diff::blob::{Algorithm, Diff, InternedInput};
+use std::borrow::Cow;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineKind {
+    Context,
+    Add,
+    Del,
+}
+
+/// One line of a hunk; `old_no`/`new_no` are 1-based, 0 on the side it is absent from.
+#[derive(Clone, Debug)]
+pub struct Line {
+    pub kind: LineKind,
+    pub old_no: u32,
+    pub new_no: u32,
+    /// The line without its newline.
+    pub text: BString,
+    /// The line is the last of its file and has no newline.
+    pub no_newline: bool,
+}
+
+/// A hunk with the numbers git prints in its `@@ -a,b +c,d @@` header.
+#[derive(Clone, Debug)]
+pub struct Hunk {
+    pub old_start: u32,
+    pub old_len: u32,
+    pub new_start: u32,
+    pub new_len: u32,
+    /// The function name after the header (git's default rule), possibly empty.
+    pub funcname: BString,
+    pub lines: Vec<Line>,
+}
+
+/// The changes of one text file.
+pub struct TextDiff {
+    pub hunks: Vec<Hunk>,
+    pub insertions: usize,
+    pub deletions: usize,
+}
+
+/// Lines including their newline.
+pub fn split_lines(data: &[u8]) -> Vec<&[u8]> {
+    let mut lines = Vec::with_capacity(data.len() / 32 + 1);
+    let mut start = 0;
+    for (i, &b) in data.iter().enumerate() {
+        if b == b'\n' {
+            lines.push(&data[start..=i]);
+            start = i + 1;
+        }
+    }
+    if start < data.len() {
+        lines.push(&data[start..]);
+    }
+    lines
+}
+
+/// git's whitespace (`isspace` of git's own ctype: space, tab, LF, CR).
+fn is_git_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+fn comparison_key(line: &[u8], ignore_ws: bool) -> Cow<'_, [u8]> {
+    if ignore_ws {
+        Cow::Owned(line.iter().copied().filter(|&b| !is_git_space(b)).collect())
+    } else {
+        Cow::Borrowed(line)
+    }
+}
+
+/// git's default function-name rule: a line starting with a letter, `_` or `$`, cut to 80 bytes
+/// and stripped of trailing whitespace.
+fn funcname_of(line: &[u8]) -> Option<&[u8]> {
+    let first = *line.first()?;
+    if !(first.is_ascii_alphabetic() || first == b'_' || first == b'$') {
+        return None;
+    }
+    let mut text = &line[..line.len().min(80)];
+    while let Some((&last, rest)) = text.split_last() {
+        if !is_git_space(last) {
+            break;
+        }
+        text = rest;
+    }
+    Some(text)
+}
+
+/// The changed ranges of a line diff, as (old range, new range) in 0-based lines.
+pub fn changed_ranges(
+    old: &[&[u8]],
+    new: &[&[u8]],
+    ignore_ws: bool,
+) -> Vec<(std::ops::Range<u32>, std::ops::Range<u32>)> {
+    let mut input: InternedInput<Cow<'_, [u8]>> = InternedInput::default();
+    input.update_before(old.iter().map(|l| comparison_key(l, ignore_ws)));
+    input.update_after(new.iter().map(|l| comparison_key(l, ignore_ws)));
+    let mut diff = Diff::compute(Algorithm::Myers, &input);
+    diff.postprocess_lines(&input);
+    diff.hunks().map(|h| (h.before, h.after)).collect()
+}
+
+/// Diffs two texts. Returns `None` when the hunks would hold more than `max_lines` lines.
+pub fn diff_text(
+    old: &[u8],
+    new: &[u8],
+    context: u32,
+    ignore_ws: bool,
+    max_lines: usize,
+) -> Option<TextDiff> {
+    let old_lines = split_lines(old);
+    let new_lines = split_lines(new);
+    let changes = changed_ranges(&old_lines, &new_lines, ignore_ws);
+    let deletions: usize = changes.iter().map(|(b, _)| b.len()).sum();
+    let insertions: usize = changes.iter().map(|(_, a)| a.len()).sum();
+    if deletions + insertions > max_lines {
+        return None;
+    }
+    let builder = HunkBuilder {
+        old: &old_lines,
+        new: &new_lines,
+        context,
+    };
+    let hunks = builder.build(&changes);
+    let total: usize = hunks.iter().map(|h| h.lines.len()).sum();
+    (total <= max_lines).then_some(TextDiff {
+        hunks,
+        insertions,
+        deletions,
+    })
+}
+
+struct HunkBuilder<'a> {
+    old: &'a [&'a [u8]],
+    new: &'a [&'a [u8]],
+    context: u32,
+}
+
+type Change = (std::ops::Range<u32>, std::ops::Range<u32>);
+
+impl HunkBuilder<'_> {
+    fn build(&self, changes: &[Change]) -> Vec<Hunk> {
+        let mut hunks = Vec::new();
+        let mut funcname: &[u8] = b"";
+        let mut searched_to: i64 = -1;
+        let mut i = 0;
+        while i < changes.len() {
+            let mut j = i;
+            while j + 1 < changes.len()
+                && changes[j + 1].0.start - changes[j].0.end <= 2 * self.context
+            {
+                j += 1;
+            }
+            let group = &changes[i..=j];
+            let s1 = group[0].0.start.saturating_sub(self.context);
+            let start = i64::from(s1) - 1;
+            let mut l = start;
+            while l > searched_to && l >= 0 {
+                if let Some(f) = funcname_of(self.old[l as usize]) {
+                    funcname = f;
+                    break;
+                }
+                l -= 1;
+            }
+            searched_to = start;
+            hunks.push(self.hunk(group, s1, funcname));
+            i = j + 1;
+        }
+        hunks
+    }
+
+    fn hunk(&self, group: &[Change], s1: u32, funcname: &[u8]) -> Hunk {
+        let first = &group[0];
+        let last = &group[group.len() - 1];
+        let s2 = first.1.start - (first.0.start - s1);
+        let e1 = (last.0.end + self.context).min(self.old.len() as u32);
+        let e2 = last.1.end + (e1 - last.0.end);
+        let mut lines = Vec::new();
+        let (mut o, mut n) = (s1, s2);
+        for (before, after) in group {
+            self.context_lines(&mut lines, &mut o, &mut n, before.start);
+            for k in before.clone() {
+                lines.push(self.line(LineKind::Del, self.old, k, k + 1, 0));
+            }
+            for k in after.clone() {
+                lines.push(self.line(LineKind::Add, self.new, k, 0, k + 1));
+            }
+            o = before.end;
+            n = after.end;
+        }
+        self.context_lines(&mut lines, &mut o, &mut n, e1);
+        let (old_len, new_len) = (e1 - s1, e2 - s2);
+        Hunk {
+            old_start: if old_len == 0 { s1 } else { s1 + 1 },
+            old_len,
+            new_start: if new_len == 0 { s2 } else { s2 + 1 },
+            new_len,
+            funcname: funcname.into(),
+            lines,
+        }
+    }
+
+    /// Unchanged lines up to old line `until`, taken from the new side as git does.
+    fn context_lines(&self, lines: &mut Vec<Line>, o: &mut u32, n: &mut u32, until: u32) {
+        while *o < until {
+            lines.push(self.line(LineKind::Context, self.new, *n, *o + 1, *n + 1));
+            *o += 1;
+            *n += 1;
+        }
+    }
+
+    fn line(&self, kind: LineKind, side: &[&[u8]], index: u32, old_no: u32, new_no: u32) -> Line {
+        let raw = side[index as usize];
+        let (text, no_newline) = match raw.strip_suffix(b"\n") {
+            Some(t) => (t, false),
+            None => (raw, true),
+        };
+        Line {
+            kind,
+            old_no,
+            new_no,
+            text: text.into(),
+            no_newline,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn funcname_follows_gits_default_rule() {
+        assert_eq!(
+            funcname_of(b"static int x(void)  \n"),
+            Some(&b"static int x(void)"[..])
+        );
+        assert_eq!(funcname_of(b"  indented\n"), None);
+        assert_eq!(funcname_of(b"$var\n"), Some(&b"$var"[..]));
+        assert_eq!(funcname_of(&[b'a'; 100]).map(<[u8]>::len), Some(80));
+    }
+
+    #[test]
+    fn hunks_carry_numbers_and_newline_markers() {
+        let d = diff_text(b"a\nb\nc\n", b"a\nB\nc", 3, false, 100).unwrap();
+        assert_eq!((d.insertions, d.deletions), (2, 2));
+        let h = &d.hunks[0];
+        assert_eq!(
+            (h.old_start, h.old_len, h.new_start, h.new_len),
+            (1, 3, 1, 3)
+        );
+        assert!(h.lines.last().unwrap().no_newline);
+        assert!(diff_text(b"a\n", b"b\n", 3, false, 1).is_none());
+    }
+}

@@ -1,0 +1,405 @@
+//! Diffs between two trees as plain data: changed files with git's rename detection, modes,
+//! blob ids, binary flags and unified hunks, bounded in size. `patch` and `stat` write them in
+//! git's own text formats.
+
+mod blobs;
+pub mod lines;
+pub mod patch;
+pub mod quote;
+mod rename;
+pub mod stat;
+mod tree;
+
+pub use lines::{Hunk, Line, LineKind};
+
+use super::GitError;
+use gix::ObjectId;
+use gix::bstr::BString;
+
+/// Options that change a diff's result (part of any cache key).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DiffOptions {
+    /// Context lines around changes.
+    pub context: u32,
+    /// Compare lines ignoring all whitespace (`git diff -w`).
+    pub ignore_whitespace: bool,
+    /// Rename detection limit: < 0 git's default (1000), 0 unlimited.
+    pub rename_limit: i64,
+}
+
+/// The largest context accepted; larger requests are clamped.
+pub const MAX_CONTEXT: u32 = 1000;
+
+impl Default for DiffOptions {
+    fn default() -> Self {
+        DiffOptions {
+            context: 3,
+            ignore_whitespace: false,
+            rename_limit: -1,
+        }
+    }
+}
+
+impl DiffOptions {
+    /// Options from cgit's `context` parameter (absent, or out of range, as cgit treats them).
+    pub fn with_context(context: Option<i64>) -> Self {
+        let context = match context {
+            Some(c) if c >= 0 => c.min(i64::from(MAX_CONTEXT)) as u32,
+            _ => 3,
+        };
+        DiffOptions {
+            context,
+            ..DiffOptions::default()
+        }
+    }
+}
+
+/// How much a diff may produce before the remaining files are reported as too large.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Hunk lines over all files.
+    pub max_lines: usize,
+    /// Blob bytes read for line diffs over all files.
+    pub max_bytes: u64,
+}
+
+impl Limits {
+    /// For HTML pages.
+    pub const PAGE: Limits = Limits {
+        max_lines: 10_000,
+        max_bytes: 16 << 20,
+    };
+    /// For raw diffs and patches.
+    pub const RAW: Limits = Limits {
+        max_lines: 2_000_000,
+        max_bytes: 256 << 20,
+    };
+}
+
+/// One side of a file change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub path: BString,
+    /// Canonical git mode, e.g. `0o100644`, `0o120000`, `0o160000`.
+    pub mode: u32,
+    pub id: ObjectId,
+}
+
+impl Entry {
+    pub fn is_gitlink(&self) -> bool {
+        self.mode == 0o160000
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Added,
+    Deleted,
+    Modified,
+    Renamed,
+    Copied,
+    TypeChanged,
+}
+
+/// What changed inside a file.
+#[derive(Clone, Debug)]
+pub enum Content {
+    /// Same blob on both sides (pure rename or mode change).
+    Unchanged,
+    Binary {
+        old_size: u64,
+        new_size: u64,
+    },
+    /// Text hunks (none when only ignored whitespace changed).
+    Text(Vec<Hunk>),
+    /// A type change, shown as the old file deleted and the new one added.
+    Replaced {
+        old: Box<Content>,
+        new: Box<Content>,
+    },
+    /// Over the size limits: not diffed.
+    TooLarge,
+}
+
+/// One changed file.
+#[derive(Clone, Debug)]
+pub struct FileDiff {
+    pub status: Status,
+    pub old: Option<Entry>,
+    pub new: Option<Entry>,
+    /// Similarity index in percent, for renames and copies.
+    pub similarity: u32,
+    pub content: Content,
+    pub insertions: usize,
+    pub deletions: usize,
+}
+
+impl FileDiff {
+    fn either(&self) -> &Entry {
+        self.new
+            .as_ref()
+            .or(self.old.as_ref())
+            .expect("a change has a side")
+    }
+
+    /// The old path (the new one for additions).
+    pub fn old_path(&self) -> &[u8] {
+        self.old
+            .as_ref()
+            .unwrap_or_else(|| self.either())
+            .path
+            .as_slice()
+    }
+
+    /// The new path (the old one for deletions).
+    pub fn new_path(&self) -> &[u8] {
+        self.new
+            .as_ref()
+            .unwrap_or_else(|| self.either())
+            .path
+            .as_slice()
+    }
+
+    pub fn old_mode(&self) -> u32 {
+        self.old.as_ref().map_or(0, |e| e.mode)
+    }
+
+    pub fn new_mode(&self) -> u32 {
+        self.new.as_ref().map_or(0, |e| e.mode)
+    }
+
+    pub fn is_binary(&self) -> bool {
+        match &self.content {
+            Content::Binary { .. } => true,
+            Content::Replaced { old, new } => {
+                matches!(**old, Content::Binary { .. }) || matches!(**new, Content::Binary { .. })
+            }
+            _ => false,
+        }
+    }
+}
+
+/// All changed files between two trees.
+#[derive(Clone, Debug, Default)]
+pub struct TreeDiff {
+    pub files: Vec<FileDiff>,
+    /// Some files were not diffed because of the limits.
+    pub truncated: bool,
+}
+
+impl TreeDiff {
+    pub fn insertions(&self) -> usize {
+        self.files.iter().map(|f| f.insertions).sum()
+    }
+
+    pub fn deletions(&self) -> usize {
+        self.files.iter().map(|f| f.deletions).sum()
+    }
+}
+
+/// git's binary rule: a NUL byte in the first 8000 bytes.
+pub fn is_binary(data: &[u8]) -> bool {
+    data[..data.len().min(8000)].contains(&0)
+}
+
+/// The tree of a commit.
+pub fn commit_tree(repo: &gix::Repository, commit: ObjectId) -> Result<ObjectId, GitError> {
+    let commit = repo
+        .find_commit(commit)
+        .map_err(|_| GitError::NotFound(format!("Bad commit: {commit}")))?;
+    commit
+        .tree_id()
+        .map(|id| id.detach())
+        .map_err(GitError::internal)
+}
+
+/// Diffs the trees of two commits (`old` None: against the empty tree).
+pub fn diff_commits(
+    repo: &gix::Repository,
+    old: Option<ObjectId>,
+    new: ObjectId,
+    opts: &DiffOptions,
+    path: Option<&[u8]>,
+    limits: Limits,
+) -> Result<TreeDiff, GitError> {
+    let old_tree = old.map(|c| commit_tree(repo, c)).transpose()?;
+    let new_tree = commit_tree(repo, new)?;
+    diff_trees(repo, old_tree, Some(new_tree), opts, path, limits)
+}
+
+/// Diffs two trees (None: the empty tree), limited to `path` and what is below it.
+pub fn diff_trees(
+    repo: &gix::Repository,
+    old: Option<ObjectId>,
+    new: Option<ObjectId>,
+    opts: &DiffOptions,
+    path: Option<&[u8]>,
+    limits: Limits,
+) -> Result<TreeDiff, GitError> {
+    let changes = tree::changes(repo, old, new, path)?;
+    let mut blobs = blobs::Blobs::new(repo);
+    let pairs = rename::detect(changes, &mut blobs, opts.rename_limit)?;
+    let mut differ = Differ {
+        blobs,
+        opts,
+        lines_left: limits.max_lines,
+        bytes_left: limits.max_bytes,
+        truncated: false,
+    };
+    let mut files = Vec::with_capacity(pairs.len());
+    for pair in pairs {
+        files.push(differ.file(pair)?);
+    }
+    Ok(TreeDiff {
+        files,
+        truncated: differ.truncated,
+    })
+}
+
+struct Differ<'r, 'o> {
+    blobs: blobs::Blobs<'r>,
+    opts: &'o DiffOptions,
+    lines_left: usize,
+    bytes_left: u64,
+    truncated: bool,
+}
+
+/// What one side of a file holds for diffing: blob bytes, or git's text for a submodule.
+fn gitlink_text(id: &ObjectId) -> Vec<u8> {
+    format!("Subproject commit {id}\n").into_bytes()
+}
+
+impl Differ<'_, '_> {
+    fn file(&mut self, pair: rename::Pair) -> Result<FileDiff, GitError> {
+        let status = match (&pair.old, &pair.new, pair.score) {
+            (None, _, _) => Status::Added,
+            (_, None, _) => Status::Deleted,
+            (_, _, Some(_)) => Status::Renamed,
+            (Some(a), Some(b), None) if a.mode & 0o170000 != b.mode & 0o170000 => {
+                Status::TypeChanged
+            }
+            _ => Status::Modified,
+        };
+        let mut file = FileDiff {
+            status,
+            similarity: pair
+                .score
+                .map_or(0, |s| (s * 100 / rename::MAX_SCORE) as u32),
+            old: pair.old,
+            new: pair.new,
+            content: Content::Unchanged,
+            insertions: 0,
+            deletions: 0,
+        };
+        let (content, ins, del) = if status == Status::TypeChanged {
+            let (old, oi, od) = self.content(file.old.as_ref(), None)?;
+            let (new, ni, nd) = self.content(None, file.new.as_ref())?;
+            let content = Content::Replaced {
+                old: Box::new(old),
+                new: Box::new(new),
+            };
+            (content, oi + ni, od + nd)
+        } else {
+            self.content(file.old.as_ref(), file.new.as_ref())?
+        };
+        file.content = content;
+        file.insertions = ins;
+        file.deletions = del;
+        Ok(file)
+    }
+
+    fn side(&mut self, e: Option<&Entry>) -> Result<std::rc::Rc<[u8]>, GitError> {
+        match e {
+            None => Ok(std::rc::Rc::from(Vec::new())),
+            Some(e) if e.is_gitlink() => Ok(std::rc::Rc::from(gitlink_text(&e.id))),
+            Some(e) => self.blobs.get(e.id),
+        }
+    }
+
+    fn size(&mut self, e: Option<&Entry>) -> Result<u64, GitError> {
+        match e {
+            None => Ok(0),
+            Some(e) if e.is_gitlink() => Ok(gitlink_text(&e.id).len() as u64),
+            Some(e) => self.blobs.size(e.id),
+        }
+    }
+
+    fn content(
+        &mut self,
+        old: Option<&Entry>,
+        new: Option<&Entry>,
+    ) -> Result<(Content, usize, usize), GitError> {
+        if let (Some(a), Some(b)) = (old, new)
+            && a.id == b.id
+        {
+            return Ok((Content::Unchanged, 0, 0));
+        }
+        if self.truncated {
+            return Ok((Content::TooLarge, 0, 0));
+        }
+        let bytes = self.size(old)? + self.size(new)?;
+        if bytes > self.bytes_left {
+            self.truncated = true;
+            return Ok((Content::TooLarge, 0, 0));
+        }
+        self.bytes_left -= bytes;
+        let (a, b) = (self.side(old)?, self.side(new)?);
+        if is_binary(&a) || is_binary(&b) {
+            let content = Content::Binary {
+                old_size: a.len() as u64,
+                new_size: b.len() as u64,
+            };
+            return Ok((content, 0, 0));
+        }
+        let opts = self.opts;
+        match lines::diff_text(
+            &a,
+            &b,
+            opts.context,
+            opts.ignore_whitespace,
+            self.lines_left,
+        ) {
+            Some(d) => {
+                self.lines_left -= d.hunks.iter().map(|h| h.lines.len()).sum::<usize>();
+                Ok((Content::Text(d.hunks), d.insertions, d.deletions))
+            }
+            None => {
+                self.truncated = true;
+                Ok((Content::TooLarge, 0, 0))
+            }
+        }
+    }
+}
+
+/// Abbreviated object ids as git prints them in `index` lines: unique prefixes of at least
+/// `core.abbrev` (or git's automatic length) hex digits.
+pub struct Abbrev<'r> {
+    repo: &'r gix::Repository,
+    len: usize,
+}
+
+impl<'r> Abbrev<'r> {
+    pub fn new(repo: &'r gix::Repository) -> Self {
+        let configured = repo
+            .config_snapshot()
+            .integer("core.abbrev")
+            .filter(|n| (4..=40).contains(n))
+            .map(|n| n as usize);
+        let len = configured.unwrap_or_else(|| {
+            let count = repo.objects.packed_object_count().unwrap_or(0);
+            let bits = 64 - count.leading_zeros();
+            (bits.div_ceil(2) as usize).max(7)
+        });
+        Abbrev { repo, len }
+    }
+
+    pub fn hex(&self, id: &ObjectId) -> String {
+        if id.is_null() {
+            return "0".repeat(self.len);
+        }
+        match gix::prelude::ObjectIdExt::attach(*id, self.repo).shorten() {
+            Ok(prefix) => prefix.to_string(),
+            Err(_) => id.to_hex_with_len(self.len).to_string(),
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! Recursive tree comparison in git's order (depth first, git's tree sort), limited to a path.
+
+use super::{Entry, GitError};
+use gix::ObjectId;
+use gix::bstr::BString;
+use std::cmp::Ordering;
+
+const TREE_MODE: u32 = 0o040000;
+const LINK_MODE: u32 = 0o120000;
+const GITLINK_MODE: u32 = 0o160000;
+
+/// A changed path: `old` absent for additions, `new` absent for deletions.
+#[derive(Clone, Debug)]
+pub struct RawChange {
+    pub old: Option<Entry>,
+    pub new: Option<Entry>,
+}
+
+/// Modes as git canonicalises them when reading trees (`100664` → `100644`).
+fn canonical_mode(mode: u32) -> u32 {
+    match mode & 0o170000 {
+        TREE_MODE | LINK_MODE | GITLINK_MODE => mode & 0o170000,
+        _ if mode & 0o100 != 0 => 0o100755,
+        _ => 0o100644,
+    }
+}
+
+struct TreeEntry {
+    name: BString,
+    mode: u32,
+    id: ObjectId,
+}
+
+impl TreeEntry {
+    fn is_tree(&self) -> bool {
+        self.mode == TREE_MODE
+    }
+}
+
+fn read_tree(repo: &gix::Repository, id: Option<ObjectId>) -> Result<Vec<TreeEntry>, GitError> {
+    let Some(id) = id else {
+        return Ok(Vec::new());
+    };
+    let tree = repo
+        .find_object(id)
+        .map_err(GitError::internal)?
+        .try_into_tree()
+        .map_err(GitError::internal)?;
+    let decoded = tree.decode().map_err(GitError::internal)?;
+    Ok(decoded
+        .entries
+        .iter()
+        .map(|e| TreeEntry {
+            name: e.filename.into(),
+            mode: canonical_mode(u32::from(e.mode.value())),
+            id: e.oid.to_owned(),
+        })
+        .collect())
+}
+
+/// Which paths a diff is limited to: the path itself and everything below it.
+struct Limit<'a>(Option<&'a [u8]>);
+
+impl Limit<'_> {
+    fn matches_file(&self, path: &[u8]) -> bool {
+        match self.0 {
+            None => true,
+            Some(p) => path == p || (path.starts_with(p) && path.get(p.len()) == Some(&b'/')),
+        }
+    }
+
+    /// Whether anything below directory `dir` can match.
+    fn enters_dir(&self, dir: &[u8]) -> bool {
+        match self.0 {
+            None => true,
+            Some(p) => {
+                self.matches_file(dir) || (p.starts_with(dir) && p.get(dir.len()) == Some(&b'/'))
+            }
+        }
+    }
+}
+
+/// Every changed file between two trees (`None`: the empty tree), in git's output order.
+pub fn changes(
+    repo: &gix::Repository,
+    old: Option<ObjectId>,
+    new: Option<ObjectId>,
+    limit: Option<&[u8]>,
+) -> Result<Vec<RawChange>, GitError> {
+    let mut out = Vec::new();
+    let mut walk = Walk {
+        repo,
+        limit: Limit(limit),
+        out: &mut out,
+    };
+    walk.trees(&mut Vec::new(), old, new)?;
+    Ok(out)
+}
+
+struct Walk<'a> {
+    repo: &'a gix::Repository,
+    limit: Limit<'a>,
+    out: &'a mut Vec<RawChange>,
+}
+
+impl Walk<'_> {
+    fn trees(
+        &mut self,
+        base: &mut Vec<u8>,
+        old: Option<ObjectId>,
+        new: Option<ObjectId>,
+    ) -> Result<(), GitError> {
+        let old = read_tree(self.repo, old)?;
+        let new = read_tree(self.repo, new)?;
+        let (mut i, mut j) = (0, 0);
+        while i < old.len() || j < new.len() {
+            let order = match (old.get(i), new.get(j)) {
+                (Some(a), Some(b)) => gix::objs::tree::name_order(
+                    a.name.as_slice(),
+                    a.is_tree(),
+                    b.name.as_slice(),
+                    b.is_tree(),
+                ),
+                (Some(_), None) => Ordering::Less,
+                _ => Ordering::Greater,
+            };
+            match order {
+                Ordering::Less => {
+                    self.entry(base, Some(&old[i]), None)?;
+                    i += 1;
+                }
+                Ordering::Greater => {
+                    self.entry(base, None, Some(&new[j]))?;
+                    j += 1;
+                }
+                Ordering::Equal => {
+                    let (a, b) = (&old[i], &new[j]);
+                    if a.id != b.id || a.mode != b.mode {
+                        self.entry(base, Some(a), Some(b))?;
+                    }
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One entry present on one or both sides under the same name and kind.
+    fn entry(
+        &mut self,
+        base: &mut Vec<u8>,
+        old: Option<&TreeEntry>,
+        new: Option<&TreeEntry>,
+    ) -> Result<(), GitError> {
+        let name = old.or(new).map(|e| e.name.as_slice()).unwrap_or_default();
+        let len = base.len();
+        if len > 0 {
+            base.push(b'/');
+        }
+        base.extend_from_slice(name);
+        let is_tree = old.or(new).is_some_and(TreeEntry::is_tree);
+        let result = if is_tree {
+            if self.limit.enters_dir(base) {
+                self.trees(base, old.map(|e| e.id), new.map(|e| e.id))
+            } else {
+                Ok(())
+            }
+        } else {
+            if self.limit.matches_file(base) {
+                let side = |e: &TreeEntry| Entry {
+                    path: base.clone().into(),
+                    mode: e.mode,
+                    id: e.id,
+                };
+                self.out.push(RawChange {
+                    old: old.map(side),
+                    new: new.map(side),
+                });
+            }
+            Ok(())
+        };
+        base.truncate(len);
+        result
+    }
+}

@@ -1,0 +1,125 @@
+//! commit: commit info, message, notes and the diff against the first parent.
+
+use super::diffargs::{self, Panel};
+use super::frame::{self, Frame};
+use super::shared::{self, DecoLink};
+use super::{PageError, RepoCtx, Response, esi, format};
+use crate::git::{self, CommitInfo};
+use crate::repos::Person;
+use askama::Template;
+
+pub struct ParentRow {
+    pub href: String,
+    pub label: String,
+    pub diff_href: String,
+}
+
+#[derive(Template)]
+#[template(path = "commit.html")]
+struct Commit {
+    panel: Panel,
+    author: String,
+    author_date: String,
+    committer: String,
+    committer_date: String,
+    hex: String,
+    commit_href: String,
+    patch_href: String,
+    tree_hex: String,
+    tree_href: String,
+    path_link: Option<(String, String)>,
+    parents: Vec<ParentRow>,
+    downloads: Vec<(String, String)>,
+    subject: String,
+    decorations: Vec<DecoLink>,
+    body: String,
+    notes: Option<String>,
+    diff_body: std::sync::Arc<str>,
+}
+
+fn person(ctx: &RepoCtx<'_>, p: &Person) -> String {
+    if ctx.site.config.globals.noplainemail {
+        p.name.clone()
+    } else {
+        format!("{} <{}>", p.name, p.email)
+    }
+}
+
+pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
+    if let Some(redirect) = diffargs::slash_redirect(ctx) {
+        return Ok(redirect);
+    }
+    let id = diffargs::new_commit(ctx)?;
+    let commit = git::log::read_commit(ctx.repo, id)?;
+    let opts = diffargs::view_options(ctx);
+    let path = ctx.req.path.as_ref().map(|p| p.as_slice());
+    let (diff_body, surrogate) = if commit.parents.len() < 3 {
+        let old = commit.parents.first().copied();
+        esi::diff_body(ctx, old, id, &opts, path)?
+    } else {
+        (String::new().into(), false)
+    };
+    let l = ctx.links();
+    let head = Some(ctx.head.as_str());
+    let hex = id.to_string();
+    let body = Commit {
+        panel: diffargs::panel(ctx, &opts),
+        author: person(ctx, &commit.author),
+        author_date: format::iso_date(commit.author.time),
+        committer: person(ctx, &commit.committer),
+        committer_date: format::iso_date(commit.committer.time),
+        commit_href: l.page("commit", path, head, &[("id", &hex)]),
+        patch_href: l.page("patch", path, None, &[("id", &hex)]),
+        tree_hex: commit.tree.to_string(),
+        tree_href: l.page("tree", None, head, &[("id", &hex)]),
+        path_link: path.map(|p| {
+            (
+                l.page("tree", Some(p), head, &[("id", &hex)]),
+                String::from_utf8_lossy(p).into_owned(),
+            )
+        }),
+        parents: parent_rows(ctx, &commit, path),
+        downloads: if ctx.state.config.opts.snapshots != 0 {
+            shared::snapshot_links(ctx, &hex)
+        } else {
+            Vec::new()
+        },
+        subject: commit.subject.clone(),
+        decorations: shared::decorations(ctx, &id),
+        body: commit.body().to_string(),
+        notes: git::notes::note(ctx.repo, id),
+        diff_body,
+        hex,
+    };
+    let mut frame = Frame::repo(ctx, "commit");
+    frame.title = format!("{} - {}", commit.subject, frame.title);
+    frame.crumbs = diffargs::crumbs(ctx, "commit");
+    let mut response = Response::html(frame::wrap(ctx.site, &frame, &body));
+    esi::mark_frame(&mut response, surrogate);
+    Ok(response)
+}
+
+fn parent_rows(ctx: &RepoCtx<'_>, commit: &CommitInfo, path: Option<&[u8]>) -> Vec<ParentRow> {
+    let l = ctx.links();
+    let head = Some(ctx.head.as_str());
+    let hex = commit.id.to_string();
+    commit
+        .parents
+        .iter()
+        .map(|p| {
+            let phex = p.to_string();
+            let label = if ctx.state.config.opts.enable_subject_links {
+                git::log::read_commit(ctx.repo, *p)
+                    .map(|c| c.subject)
+                    .unwrap_or_else(|_| phex.clone())
+            } else {
+                phex.clone()
+            };
+            ParentRow {
+                href: l.page("commit", path, head, &[("id", &phex)]),
+                label,
+                diff_href: l.page("diff", path, head, &[("id", &hex), ("id2", &phex)]),
+            }
+        })
+        .collect()
+}

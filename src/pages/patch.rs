@@ -1,0 +1,71 @@
+//! patch: the non-merge commits of `id2..id` (`id2` defaults to the first parent, so a plain
+//! commit is just itself) as `git format-patch -N --stdout` mails, oldest first.
+
+use super::diffargs::commit_pair;
+use super::{PageError, RepoCtx, Response};
+use crate::git::{self, GitError, diff::DiffOptions};
+use gix::ObjectId;
+
+/// The most commits one patch page holds.
+const MAX_COMMITS: usize = 1000;
+
+pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
+    let pair = commit_pair(ctx)?;
+    let commits = range(ctx.repo, pair.old, pair.new)?;
+    let opts = DiffOptions {
+        rename_limit: ctx.site.config.globals.renamelimit,
+        ..DiffOptions::default()
+    };
+    let signature = &ctx.site.config.globals.patch_signature;
+    let mut body = Vec::with_capacity(8192);
+    for (i, id) in commits.into_iter().enumerate() {
+        if i > 0 {
+            body.push(b'\n');
+        }
+        git::format_patch::write_commit(ctx.repo, id, &opts, signature, &mut body)?;
+    }
+    let name = match pair.old {
+        Some(old) => format!("{old}..{}.patch", pair.new),
+        None => format!("{}.patch", pair.new),
+    };
+    Ok(Response {
+        status: 200,
+        content_type: "text/plain; charset=UTF-8".into(),
+        headers: vec![(
+            "Content-Disposition",
+            format!("inline; filename=\"{name}\""),
+        )],
+        body: body.into(),
+    })
+}
+
+/// Non-merge commits reachable from `new` but not from `old`, oldest first.
+fn range(
+    repo: &gix::Repository,
+    old: Option<ObjectId>,
+    new: ObjectId,
+) -> Result<Vec<ObjectId>, PageError> {
+    use gix::revision::walk::Sorting;
+    use gix::traverse::commit::simple::CommitTimeOrder;
+    let walk = repo
+        .rev_walk([new])
+        .with_hidden(old)
+        .sorting(Sorting::ByCommitTime(CommitTimeOrder::NewestFirst))
+        .all()
+        .map_err(GitError::internal)?;
+    let mut commits = Vec::new();
+    for info in walk {
+        let info = info.map_err(GitError::internal)?;
+        if info.parent_ids.len() > 1 {
+            continue;
+        }
+        if commits.len() == MAX_COMMITS {
+            return Err(PageError::BadRequest(format!(
+                "Too many commits in range (more than {MAX_COMMITS})"
+            )));
+        }
+        commits.push(info.id);
+    }
+    commits.reverse();
+    Ok(commits)
+}

@@ -1,0 +1,737 @@
+//! commit, diff, rawdiff and patch pages: rawdiff and patch byte-identical to git for every
+//! commit of a repository built to hold git's corner cases; HTML structure and links compared
+//! with the real cgit; bad input.
+
+mod common;
+
+use common::*;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+struct Fixture {
+    _dir: TempDir,
+    rc: PathBuf,
+    work: PathBuf,
+}
+
+impl Fixture {
+    fn rev(&self, spec: &str) -> String {
+        git(&self.work, &["rev-parse", spec]).trim().to_string()
+    }
+}
+
+/// Commits with a raw (possibly non-UTF-8) message.
+fn commit_raw(dir: &Path, message: &[u8], date: &str) -> String {
+    std::fs::write(dir.join(".git/MSG"), message).unwrap();
+    git(dir, &["add", "-A"]);
+    let out = git_command(dir, &["commit", "-q", "--allow-empty", "-F", ".git/MSG"])
+        .env("GIT_AUTHOR_DATE", date)
+        .env("GIT_COMMITTER_DATE", date)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    git(dir, &["rev-parse", "HEAD"]).trim().to_string()
+}
+
+/// Commits what is staged (the index holds a gitlink the work tree does not have).
+fn commit_index(dir: &Path, message: &str, date: &str) -> String {
+    let out = git_command(dir, &["commit", "-q", "-m", message])
+        .env("GIT_AUTHOR_DATE", date)
+        .env("GIT_COMMITTER_DATE", date)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    git(dir, &["rev-parse", "HEAD"]).trim().to_string()
+}
+
+fn add_and_commit(dir: &Path, file: &str, message: &str, date: &str) -> String {
+    git(dir, &["add", file]);
+    commit_index(dir, message, date)
+}
+
+fn write_bytes_name(dir: &Path, name: &[u8], content: &[u8]) {
+    std::fs::write(dir.join(std::ffi::OsStr::from_bytes(name)), content).unwrap();
+}
+
+fn c_file(extra: &str, tail: &str) -> String {
+    let mut s = String::from("#include <stdio.h>\n\nint main(int argc, char **argv)\n{\n");
+    for i in 0..12 {
+        s.push_str(&format!("\tprintf(\"line {i}\\n\");\n"));
+    }
+    s.push_str(extra);
+    s.push_str("\treturn 0;\n}\n\nstatic void helper(void)\n{\n");
+    for i in 0..10 {
+        s.push_str(&format!("\tputs(\"helper {i}\");\n"));
+    }
+    s.push_str(tail);
+    s.push_str("}\n");
+    s
+}
+
+fn build() -> Fixture {
+    let dir = TempDir::new("diff");
+    let work = dir.path().join("work");
+    init_repo(&work);
+    let readme: String = (0..20).map(|i| format!("readme line {i}\n")).collect();
+    write(&work, "README", &readme);
+    write(&work, "main.c", c_file("", ""));
+    write(&work, "with space.txt", "spaced\n");
+    write(&work, "empty", "");
+    write(&work, "crlf.txt", "one\r\ntwo\r\nthree\r\n");
+    write(&work, "nonl.txt", "no newline");
+    write(&work, "script.sh", "#!/bin/sh\necho hi\n");
+    commit_all(&work, "Initial commit", "2024-01-01T10:00:00+00:00");
+
+    write(
+        &work,
+        "main.c",
+        c_file("\tprintf(\"added\\n\");\n", "\tputs(\"tail\");\n"),
+    );
+    write(&work, "nonl.txt", "no newline, changed");
+    write(&work, "crlf.txt", "one\r\nTWO\r\nthree\r\n");
+    std::fs::remove_file(work.join("README")).unwrap();
+    write(&work, "README.md", format!("{readme}one more line\n"));
+    std::fs::create_dir_all(work.join("dir")).unwrap();
+    std::fs::rename(work.join("with space.txt"), work.join("dir/with space.txt")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        work.join("script.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    commit_all(
+        &work,
+        "Rename, edit, chmod\n\nA body paragraph\nwith two lines.\n\nAnd a second one.",
+        "2024-01-02T10:00:00+00:00",
+    );
+
+    write_bytes_name(&work, b"caf\xe9.txt", b"latin-1 name\n");
+    write(&work, "é ü.txt", "utf-8 name\n");
+    write(&work, "nonl.txt", "now with newline\n");
+    git(&work, &["config", "i18n.commitEncoding", "ISO-8859-1"]);
+    commit_raw(
+        &work,
+        b"Non-UTF-8 message: caf\xe9\n\nBody with \xe9 too.\n",
+        "2024-01-03T10:00:00+00:00",
+    );
+    git(&work, &["config", "--unset", "i18n.commitEncoding"]);
+
+    std::fs::remove_file(work.join("script.sh")).unwrap();
+    std::os::unix::fs::symlink("main.c", work.join("script.sh")).unwrap();
+    std::fs::remove_file(work.join("empty")).unwrap();
+    write(&work, "empty2", "");
+    write(&work, "copy.c", c_file("", ""));
+    commit_all(
+        &work,
+        "Ünïcode subject with a very long tail that certainly goes beyond the mail width of seventy-eight columns",
+        "2024-01-04T10:00:00+00:00",
+    );
+
+    let sub_a = "1111111111111111111111111111111111111111";
+    let sub_b = "2222222222222222222222222222222222222222";
+    git(
+        &work,
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{sub_a},sub"),
+        ],
+    );
+    commit_index(&work, "Add submodule", "2024-01-05T10:00:00+00:00");
+    git(
+        &work,
+        &[
+            "update-index",
+            "--cacheinfo",
+            &format!("160000,{sub_b},sub"),
+        ],
+    );
+    let out = git_command(
+        &work,
+        &["commit", "-q", "-m", "Move submodule =?x?= (A.B.)"],
+    )
+    .env("GIT_AUTHOR_NAME", "Jürgen \"J.\" Ö")
+    .output()
+    .unwrap();
+    assert!(out.status.success());
+
+    // branches, a merge and an octopus merge
+    git(&work, &["checkout", "-q", "-b", "side"]);
+    write(&work, "side.txt", "side\n");
+    add_and_commit(&work, "side.txt", "Side work", "2024-01-06T10:00:00+00:00");
+    git(&work, &["checkout", "-q", "-b", "other", "main"]);
+    write(&work, "other.txt", "other\n");
+    add_and_commit(
+        &work,
+        "other.txt",
+        "Other work",
+        "2024-01-06T11:00:00+00:00",
+    );
+    git(&work, &["checkout", "-q", "-b", "third", "main"]);
+    write(&work, "third.txt", "third\n");
+    add_and_commit(
+        &work,
+        "third.txt",
+        "Third work",
+        "2024-01-06T12:00:00+00:00",
+    );
+    git(&work, &["checkout", "-q", "main"]);
+    write(
+        &work,
+        "main.c",
+        c_file("   \tprintf(\"added\\n\");  \n", "\tputs(\"tail\");\n"),
+    );
+    add_and_commit(
+        &work,
+        "main.c",
+        "Whitespace only",
+        "2024-01-07T10:00:00+00:00",
+    );
+    git(
+        &work,
+        &["merge", "-q", "--no-ff", "-m", "Merge side", "side"],
+    );
+    git(
+        &work,
+        &["merge", "-q", "--no-ff", "-m", "Octopus", "other", "third"],
+    );
+
+    // binary files, on their own branch
+    git(&work, &["checkout", "-q", "-b", "binary", "main"]);
+    write(&work, "bin.dat", b"\x00\x01\x02binary\n".as_slice());
+    add_and_commit(
+        &work,
+        "bin.dat",
+        "Add a binary",
+        "2024-01-07T12:00:00+00:00",
+    );
+    write(
+        &work,
+        "bin.dat",
+        b"\x00\x01\x02binary, changed\n".as_slice(),
+    );
+    add_and_commit(
+        &work,
+        "bin.dat",
+        "Change a binary",
+        "2024-01-07T13:00:00+00:00",
+    );
+    git(&work, &["checkout", "-q", "main"]);
+
+    // a change over the page's line limit
+    git(&work, &["checkout", "-q", "-b", "big", "main"]);
+    let big: String = (0..12_000)
+        .map(|i| format!("generated line {i}\n"))
+        .collect();
+    write(&work, "big.txt", big);
+    add_and_commit(&work, "big.txt", "A big file", "2024-01-07T14:00:00+00:00");
+    git(&work, &["checkout", "-q", "main"]);
+    git(
+        &work,
+        &["notes", "add", "-m", "A note <with> markup", "main~7"],
+    );
+
+    // an unrelated history
+    git(&work, &["checkout", "-q", "--orphan", "orphan"]);
+    git(&work, &["rm", "-rq", "--cached", "."]);
+    for entry in std::fs::read_dir(&work).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap() != ".git" {
+            let _ = std::fs::remove_file(&path).or_else(|_| std::fs::remove_dir_all(&path));
+        }
+    }
+    write(&work, "lonely.txt", "alone\n");
+    add_and_commit(
+        &work,
+        "lonely.txt",
+        "Orphan root",
+        "2024-01-08T10:00:00+00:00",
+    );
+    git(&work, &["checkout", "-q", "main"]);
+
+    let rc = dir.path().join("cgitrc");
+    std::fs::write(
+        &rc,
+        format!(
+            "virtual-root=/\nsnapshots=tar.gz zip\n\
+             repo.url=r\nrepo.path={p}\n\n\
+             repo.url=fork/copy\nrepo.path={p}\n",
+            p = work.join(".git").display()
+        ),
+    )
+    .unwrap();
+    Fixture {
+        _dir: dir,
+        rc,
+        work,
+    }
+}
+
+/// Commits (id, parents) of every branch.
+fn all_commits(f: &Fixture) -> Vec<(String, Vec<String>)> {
+    git(&f.work, &["rev-list", "--parents", "--all"])
+        .lines()
+        .map(|l| {
+            let mut ids = l.split_whitespace().map(str::to_string);
+            let id = ids.next().unwrap();
+            (id, ids.collect())
+        })
+        .collect()
+}
+
+#[test]
+fn rawdiff_is_byte_identical_to_git_for_every_commit() {
+    let f = build();
+    let server = Server::start(&f.rc);
+    let commits = all_commits(&f);
+    assert!(commits.len() >= 12);
+    for (id, parents) in &commits {
+        let expected = match parents.first() {
+            Some(p) => git_bytes(&f.work, &["diff", p, id]),
+            None => git_bytes(
+                &f.work,
+                &["diff-tree", "-p", "--no-commit-id", "--root", id],
+            ),
+        };
+        let r = server.get(&format!("/r/rawdiff/?id={id}"));
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("content-type"), Some("text/plain; charset=UTF-8"));
+        assert_eq!(
+            String::from_utf8_lossy(&r.body),
+            String::from_utf8_lossy(&expected),
+            "rawdiff of {id}"
+        );
+        assert_eq!(r.body, expected, "rawdiff bytes of {id}");
+    }
+    // an explicit, unrelated old side
+    let (old, new) = (f.rev("orphan"), f.rev("main"));
+    let r = server.get(&format!("/r/rawdiff/?id={new}&id2={old}"));
+    assert_eq!(r.body, git_bytes(&f.work, &["diff", &old, &new]));
+}
+
+#[test]
+fn patch_is_byte_identical_to_git_format_patch_for_every_commit() {
+    let f = build();
+    let server = Server::start(&f.rc);
+    let signature = format!("--signature=cgitd {}", env!("CARGO_PKG_VERSION"));
+    for (id, parents) in all_commits(&f) {
+        let range = parents.first().map(|p| format!("{p}..{id}"));
+        let mut args = vec![
+            "format-patch",
+            "-N",
+            "--stdout",
+            "--subject-prefix=",
+            &signature,
+        ];
+        match &range {
+            Some(r) => args.push(r),
+            None => args.extend(["--root", "-1", &id]),
+        }
+        let expected = git_bytes(&f.work, &args);
+        let r = server.get(&format!("/r/patch/?id={id}"));
+        assert_eq!(r.status, 200);
+        let name = match parents.first() {
+            Some(p) => format!("inline; filename=\"{p}..{id}.patch\""),
+            None => format!("inline; filename=\"{id}.patch\""),
+        };
+        assert_eq!(r.header("content-disposition"), Some(name.as_str()));
+        if expected.windows(16).any(|w| w == b"GIT binary patch") {
+            // Known deviation: binary deltas are shown as "Binary files … differ"; the mail
+            // headers, message, diffstat and summary are still git's.
+            let head = |b: &[u8]| {
+                let text = String::from_utf8_lossy(b).into_owned();
+                text.split("\ndiff --git ").next().unwrap().to_string()
+            };
+            assert_eq!(head(&r.body), head(&expected), "patch head of {id}");
+            assert!(
+                r.text()
+                    .contains("Binary files a/bin.dat and b/bin.dat differ")
+                    || r.text()
+                        .contains("Binary files /dev/null and b/bin.dat differ")
+            );
+            continue;
+        }
+        assert_eq!(
+            String::from_utf8_lossy(&r.body),
+            String::from_utf8_lossy(&expected),
+            "patch of {id}"
+        );
+        assert_eq!(r.body, expected, "patch bytes of {id}");
+    }
+    // a range: oldest first, merges left out
+    let (old, new) = (f.rev("main~3"), f.rev("main"));
+    let expected = git_bytes(
+        &f.work,
+        &[
+            "format-patch",
+            "-N",
+            "--stdout",
+            "--subject-prefix=",
+            &signature,
+            &format!("{old}..{new}"),
+        ],
+    );
+    let r = server.get(&format!("/r/patch/?id={new}&id2={old}"));
+    assert_eq!(
+        String::from_utf8_lossy(&r.body),
+        String::from_utf8_lossy(&expected)
+    );
+}
+
+fn section<'a>(html: &'a str, start: &str, end: &str) -> &'a str {
+    let s = html
+        .find(start)
+        .unwrap_or_else(|| panic!("{start} missing"));
+    let e = html[s..].find(end).map_or(html.len(), |e| s + e);
+    &html[s..e]
+}
+
+#[test]
+fn commit_page_shows_info_message_and_diff() {
+    let f = build();
+    let server = Server::start(&f.rc);
+    let id = f.rev("main~7");
+    let r = server.get(&format!("/r/commit/?id={id}"));
+    assert_eq!(r.status, 200);
+    let html = r.text();
+    for needle in [
+        "<div class='cgit-panel'><b>diff options</b>",
+        "<table summary='commit info' class='commit-info'>",
+        "<tr><th>author</th><td>A U Thor &lt;author@example.com&gt;</td><td class='right'>2024-01-02 10:00:00 +0000</td></tr>",
+        "<div class='commit-subject'>Rename, edit, chmod</div>",
+        "<div class='commit-msg'>A body paragraph\nwith two lines.\n\nAnd a second one.\n</div>",
+        "<div class='diffstat-header'><a href='../diff/?id=",
+        "<table summary='diffstat' class='diffstat'>",
+        "<td class='mov'><a href='../diff/README.md?id=",
+        "(renamed from README)",
+        "<td class='mode'>-rwxr-xr-x<span class='modechange'>[-rw-r--r--]</span></td><td class='upd'>",
+        "<div class='diffstat-summary'>6 files changed,",
+        "<table summary='diff' class='diff'>",
+        "<div class='add'>+\tputs(&quot;tail&quot;);</div>",
+        "<div class='ctx'>\\ No newline at end of file</div>",
+        "+++ b/<a href='../tree/dir/with%20space.txt?id=",
+        "--- a/<a href='../tree/with%20space.txt?id=",
+        "<th>download</th>",
+    ] {
+        assert!(html.contains(needle), "missing {needle:?} in\n{html}");
+    }
+    let git_diff = git(&f.work, &["diff", &f.rev("main~8"), &id, "--", "main.c"]);
+    let headers: Vec<&str> = git_diff.lines().filter(|l| l.starts_with("@@")).collect();
+    assert_eq!(headers.len(), 2);
+    assert!(headers[0].ends_with(" @@ int main(int argc, char **argv)"));
+    assert!(headers[1].ends_with(" @@ static void helper(void)"));
+    for h in headers {
+        assert!(
+            html.contains(&format!("<div class='hunk'>{h}</div>")),
+            "{h}"
+        );
+    }
+    assert!(html.contains(&format!(
+        "<th>parent</th><td colspan='2' class='oid'><a href='/r/commit/?id={}'",
+        f.rev("main~8")
+    )));
+    // a type change, an (empty) rename and an addition
+    let html = server
+        .get(&format!("/r/commit/?id={}", f.rev("main~5")))
+        .text();
+    for class in ["typ", "mov", "add"] {
+        assert!(html.contains(&format!("<td class='{class}'>")), "{class}");
+    }
+    assert!(html.contains(
+        "<td class='mode'>l---------<span class='modechange'>[-rwxr-xr-x]</span></td><td class='typ'>"
+    ));
+    // submodules
+    let html = server
+        .get(&format!("/r/commit/?id={}", f.rev("main~3")))
+        .text();
+    assert!(html.contains("<td class='mode'>m---------</td>"));
+    assert!(
+        html.contains(
+            "<div class='del'>-Subproject 1111111111111111111111111111111111111111</div>"
+        )
+    );
+    // merges diff against the first parent, octopus merges show no diff
+    let merge = server
+        .get(&format!("/r/commit/?id={}", f.rev("main~1")))
+        .text();
+    assert!(merge.contains("side.txt") && merge.matches("<th>parent</th>").count() == 2);
+    let octopus = server
+        .get(&format!("/r/commit/?id={}", f.rev("main")))
+        .text();
+    assert_eq!(octopus.matches("<th>parent</th>").count(), 3);
+    assert!(!octopus.contains("diffstat"));
+    // notes, escaped
+    assert!(html_has_note(&server, &f.rev("main~7")));
+    // a diff over the limits is cut short, not refused
+    let big = server.get(&format!("/r/commit/?id={}", f.rev("big")));
+    assert_eq!(big.status, 200);
+    assert!(big.text().contains("(diff too large to show)"));
+    assert!(
+        big.text()
+            .contains("diff too large: some files are not shown")
+    );
+    // binary files
+    let bin = server
+        .get(&format!("/r/commit/?id={}", f.rev("binary")))
+        .text();
+    assert!(
+        bin.contains("<td class='right'>bin</td><td class='graph'>10 -&gt; 19 bytes</td></tr>")
+    );
+    assert!(bin.contains("</div>Binary files differ"));
+    // root commit: everything added
+    let root = server
+        .get(&format!("/r/commit/?id={}", f.rev("main~8")))
+        .text();
+    assert!(root.contains("<div class='diffstat-summary'>7 files changed, "));
+    assert!(!root.contains("<th>parent</th>"));
+}
+
+fn html_has_note(server: &Server, id: &str) -> bool {
+    server.get(&format!("/r/commit/?id={id}")).text().contains(
+        "<div class='notes-header'>Notes</div><div class='notes'>A note &lt;with&gt; markup\n</div><div class='notes-footer'></div>",
+    )
+}
+
+#[test]
+fn diff_page_modes_options_and_path_limit() {
+    let f = build();
+    let server = Server::start(&f.rc);
+    let id = f.rev("main~7");
+    let ss = server.get(&format!("/r/diff/?id={id}&dt=1")).text();
+    for needle in [
+        "<table summary='ssdiff' class='ssdiff'>",
+        "<td class='space' colspan='4'><div></div></td>",
+        "<td class='head' colspan='4'><div class='head'>diff --git",
+        "<td colspan='4' class='hunk'>@@",
+        "<td class='lineno'><a href='../tree/main.c?id=",
+        "<td class='add_dark'></td>",
+        "<td class='changed'>",
+        "<span class='add'>",
+        "<td class='foot' colspan='4'></td>",
+        "<option value='1' selected='selected'>ssdiff</option>",
+        "href='../diff/main.c?id=",
+    ] {
+        assert!(ss.contains(needle), "missing {needle:?}");
+    }
+    assert!(ss.contains("&amp;dt=1'"), "links keep the mode");
+    let stat = server.get(&format!("/r/diff/?id={id}&dt=2")).text();
+    assert!(
+        stat.contains("class='diffstat'")
+            && !stat.contains("class='diff'")
+            && !stat.contains("ssdiff'>")
+    );
+    // context and whitespace options
+    let wide = server.get(&format!("/r/diff/?id={id}&context=10")).text();
+    let git_wide = git(
+        &f.work,
+        &["diff", "-U10", &f.rev("main~8"), &id, "--", "main.c"],
+    );
+    let first_hunk = git_wide.lines().find(|l| l.starts_with("@@")).unwrap();
+    assert!(
+        wide.contains(&format!("<div class='hunk'>{first_hunk}</div>")),
+        "context 10"
+    );
+    assert!(wide.contains("&amp;context=10'"));
+    let ws = f.rev("main~2");
+    let normal = server.get(&format!("/r/diff/?id={ws}")).text();
+    assert!(normal.contains("<td class='upd'>"));
+    let ignored = server.get(&format!("/r/diff/?id={ws}&ignorews=1")).text();
+    assert!(
+        ignored.contains("0 insertions, 0 deletions"),
+        "whitespace ignored"
+    );
+    assert!(ignored.contains("<option value='1' selected='selected'>ignore</option>"));
+    // path limit: one file, crumbs, relative links one level further up
+    let limited = server
+        .get(&format!("/r/diff/dir/with%20space.txt?id={id}"))
+        .text();
+    assert!(limited.contains("<div class='diffstat-summary'>1 files changed"));
+    assert!(limited.contains("(limited to 'dir/with space.txt')"));
+    assert!(limited.contains("<a href='../../diff/?id="));
+    assert!(limited.contains("<div class='path'>path: <a href='/r/diff/?id="));
+    let slash = server.get(&format!("/r/diff/dir/?id={id}"));
+    assert_eq!(slash.status, 301);
+    assert_eq!(
+        slash.header("location"),
+        Some(format!("/r/diff/dir?id={id}").as_str())
+    );
+    // unrelated id2 still diffs
+    let unrelated = server
+        .get(&format!(
+            "/r/diff/?id={}&id2={}",
+            f.rev("main"),
+            f.rev("orphan")
+        ))
+        .text();
+    assert!(unrelated.contains("<td class='del'><a href='../diff/lonely.txt?id="));
+    assert!(unrelated.contains(&format!("&amp;id2={}", f.rev("orphan"))));
+}
+
+#[test]
+fn diff_body_does_not_depend_on_the_repository() {
+    let f = build();
+    let server = Server::start(&f.rc);
+    let id = f.rev("main~7");
+    let body = |url: &str| {
+        let html = server.get(url).text();
+        section(
+            &html,
+            "<div class='diffstat-header'>",
+            "</div> <!-- class=content -->",
+        )
+        .to_string()
+    };
+    let a = body(&format!("/r/commit/?id={id}&h=side"));
+    let b = body(&format!("/fork/copy/commit/?id={id}"));
+    let c = body(&format!("/r/diff/?id={id}"));
+    assert_eq!(a, b);
+    assert_eq!(a, c);
+    assert!(!a.contains("/r/") && !a.contains("fork") && !a.contains("h=side"));
+}
+
+#[test]
+fn bad_input_is_refused_cleanly() {
+    let f = build();
+    let server = Server::start(&f.rc);
+    for page in ["commit", "diff", "rawdiff", "patch"] {
+        let r = server.get(&format!(
+            "/r/{page}/?id=0123456789012345678901234567890123456789"
+        ));
+        assert_eq!(r.status, 404, "{page} unknown id");
+        let r = server.get(&format!("/r/{page}/?id=-x"));
+        assert!(
+            r.status == 400 || r.status == 404,
+            "{page} option-like id: {}",
+            r.status
+        );
+        let blob = f.rev("main:main.c");
+        assert_eq!(
+            server.get(&format!("/r/{page}/?id={blob}")).status,
+            404,
+            "{page} blob id"
+        );
+    }
+    let main = f.rev("main");
+    assert_eq!(
+        server.get(&format!("/r/diff/?id={main}&id2=nope")).status,
+        404
+    );
+    let huge = server.get(&format!(
+        "/r/diff/?id={}&context=99999999999",
+        f.rev("main~7")
+    ));
+    assert_eq!(huge.status, 200);
+    assert_eq!(
+        server.get(&format!("/r/diff/?id={main}&context=-5")).status,
+        200
+    );
+    assert_eq!(
+        server.get(&format!("/r/commit/?id={main}&dt=7")).status,
+        200
+    );
+    assert_eq!(server.get("/r/commit/?id=%3Cscript%3E").status, 404);
+}
+
+/// Runs Debian's cgit as a CGI for `url` with `rc`.
+fn cgit(rc: &Path, url: &str) -> Option<String> {
+    let bin = Path::new("/usr/lib/cgit/cgit.cgi");
+    if !bin.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "cgit must be installed in CI (.ci/run installs it)"
+        );
+        eprintln!("!!! cgit is not installed: skipping the comparison with cgit");
+        return None;
+    }
+    let (path, query) = url.split_once('?').unwrap_or((url, ""));
+    let out = std::process::Command::new(bin)
+        .env_clear()
+        .env("CGIT_CONFIG", rc)
+        .env("PATH_INFO", path.replace("%20", " "))
+        .env("QUERY_STRING", query)
+        .env("SCRIPT_NAME", "")
+        .env("REQUEST_METHOD", "GET")
+        .env("HTTP_HOST", "127.0.0.1")
+        .output()
+        .unwrap();
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Resolves a relative href against the directory of `page` (a URL path).
+fn absolute(page: &str, href: &str) -> String {
+    if href.starts_with('/') {
+        return href.to_string();
+    }
+    let mut base: Vec<&str> = page.split('/').collect();
+    base.pop();
+    let mut rest = href;
+    while let Some(r) = rest.strip_prefix("../") {
+        base.pop();
+        rest = r;
+    }
+    format!("{}/{rest}", base.join("/"))
+}
+
+fn links_in(html: &str, page: &str, start: &str, end: &str) -> Vec<String> {
+    hrefs(section(html, start, end))
+        .iter()
+        .map(|h| absolute(page, &h.replace(' ', "%20")))
+        .collect()
+}
+
+#[test]
+fn links_match_cgit() {
+    let f = build();
+    let server = Server::start(&f.rc);
+    let pages: Vec<String> = [
+        "main~8", "main~7", "main~6", "main~5", "main~3", "main~1", "binary",
+    ]
+    .iter()
+    .map(|r| format!("/r/commit/?id={}", f.rev(r)))
+    .chain([
+        format!("/r/diff/?id={}&id2={}", f.rev("main~5"), f.rev("main~7")),
+        format!("/r/diff/dir/with%20space.txt?id={}", f.rev("main~7")),
+        format!("/r/commit/main.c?id={}", f.rev("main~7")),
+    ])
+    .collect();
+    for url in pages {
+        let Some(expected) = cgit(&f.rc, &url) else {
+            return;
+        };
+        let ours = server.get(&url).text();
+        let page = url.split('?').next().unwrap();
+        if url.contains("/commit/") {
+            let info = ("<table summary='commit info'", "</table>");
+            assert_eq!(
+                links_in(&ours, page, info.0, info.1),
+                links_in(&expected, page, info.0, info.1),
+                "commit info links on {url}"
+            );
+        }
+        let stat = (
+            "<div class='diffstat-header'>",
+            "<div class='diffstat-summary'>",
+        );
+        assert!(!links_in(&ours, page, stat.0, stat.1).is_empty());
+        assert_eq!(
+            links_in(&ours, page, stat.0, stat.1),
+            links_in(&expected, page, stat.0, stat.1),
+            "diffstat links on {url}"
+        );
+        let diff = ("<table summary='diff' class='diff'>", "</table>");
+        assert_eq!(
+            links_in(&ours, page, diff.0, diff.1),
+            links_in(&expected, page, diff.0, diff.1),
+            "diff links on {url}"
+        );
+    }
+}
