@@ -1,5 +1,6 @@
 //! Read-only git queries over gix, returning plain data: no HTML, no HTTP.
 
+pub mod blame;
 pub mod changes;
 pub mod log;
 pub mod rev;

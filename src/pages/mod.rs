@@ -2,6 +2,7 @@
 //! response. Nothing here knows about HTTP servers; `render` serves the server, the CLI and tests.
 
 mod about;
+mod blame;
 mod blob;
 mod error;
 mod filter;
@@ -203,6 +204,7 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
                 "plain" => plain::render(&ctx),
                 "tag" => tag::render(&ctx),
                 "about" => about::render(&ctx),
+                "blame" => blame::render(&ctx),
                 _ => Err(PageError::NotFound(format!(
                     "The '{page}' page is not available in this version of cgitd"
                 ))),
