@@ -211,6 +211,7 @@ fn build_query<'a>(
         bloom: ctx.state.bloom(),
         filter,
         order,
+        since: None,
         skip: if show_graph { 0 } else { skip },
         count: if show_graph { skip + count } else { count },
     }))

@@ -14,11 +14,13 @@ mod index;
 pub mod links;
 mod log;
 mod mime;
+mod period;
 mod plain;
 mod readme;
 mod refs;
 mod request;
 mod shared;
+mod stats;
 mod summary;
 mod tag;
 mod tree;
@@ -205,6 +207,7 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
                 "tag" => tag::render(&ctx),
                 "about" => about::render(&ctx),
                 "blame" => blame::render(&ctx),
+                "stats" => stats::render(&ctx),
                 _ => Err(PageError::NotFound(format!(
                     "The '{page}' page is not available in this version of cgitd"
                 ))),
