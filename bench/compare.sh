@@ -41,8 +41,8 @@ for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$CGITD_PORT/" && 
 
 g() { git --git-dir="$REPO" "$@"; }
 HEAD_ID=$(g rev-parse HEAD)
-SMALL=$(g log -n 200 --no-merges --format='%H' --shortstat | awk '/^[0-9a-f]{40}$/{id=$1; next} /changed/{n=$4+$6; if (n>=10 && n<=60 && !done) {print id; done=1}}')
-LARGE=$(g log -n 3000 --no-merges --format='%H' --shortstat | awk '/^[0-9a-f]{40}$/{id=$1; next} /changed/{n=$4+$6; if (n>best) {best=n; b=id}} END{print b}')
+SMALL=$(g log -n 200 --no-merges --format='%H' --shortstat | awk 'length($1)==40 && /^[0-9a-f]+$/ {id=$1; next} /changed/{n=$4+$6; if (n>=10 && n<=60 && !done) {print id; done=1}}')
+LARGE=$(g log -n 3000 --no-merges --format='%H' --shortstat | awk 'length($1)==40 && /^[0-9a-f]+$/ {id=$1; next} /changed/{n=$4+$6; if (n>best) {best=n; b=id}} END{print b}')
 FILE=$(g log -n 3000 --format= --name-only | grep -v '^$' | sort | uniq -c | sort -rn | awk 'NR==1{print $2}')
 DIR=$(dirname "$FILE")
 TAG=$(g for-each-ref --sort=-creatordate --count=1 --format='%(refname:short)' refs/tags)

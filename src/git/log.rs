@@ -115,6 +115,9 @@ pub struct LogQuery<'a> {
     pub walks: Option<&'a WalkCache>,
     pub filter: Option<Filter>,
     pub order: Order,
+    /// Commits older than this (committer time) are not listed, nor is their ancestry walked
+    /// (git's `--since`).
+    pub since: Option<i64>,
     pub skip: usize,
     pub count: usize,
 }
@@ -180,7 +183,10 @@ fn cached_query(
     q: &LogQuery<'_>,
     walks: &WalkCache,
 ) -> Result<LogPage, GitError> {
-    let key = format!("{:?} {:?} {:?} {:?}", q.tips, q.hidden, q.path, q.order);
+    let key = format!(
+        "{:?} {:?} {:?} {:?} {:?}",
+        q.tips, q.hidden, q.path, q.order, q.since
+    );
     let need = q.skip + q.count + 1;
     let known = walks.get(&key);
     let walk = match known {
@@ -226,7 +232,7 @@ fn for_each_id(
         .filter(|p| super::tree::components(p).next().is_some())
     {
         None => {
-            for id in ids(repo, &q.tips, &q.hidden, q.order)? {
+            for id in ids(repo, &q.tips, &q.hidden, q.order, q.since)? {
                 if !budget.spend() || sink(id?)? {
                     break;
                 }
@@ -238,7 +244,7 @@ fn for_each_id(
             } else {
                 Some(reachable(repo, q, budget)?)
             };
-            let mut walk = PathWalk::new(repo, path, q.bloom.as_deref(), allowed);
+            let mut walk = PathWalk::new(repo, path, q.bloom.as_deref(), allowed, q.since);
             for tip in &q.tips {
                 walk.push(*tip)?;
             }
@@ -259,7 +265,7 @@ fn reachable(
     budget: &mut Budget,
 ) -> Result<HashSet<ObjectId>, GitError> {
     let mut set = HashSet::new();
-    for id in ids(repo, &q.tips, &q.hidden, Order::Default)? {
+    for id in ids(repo, &q.tips, &q.hidden, Order::Default, q.since)? {
         if !budget.spend() {
             break;
         }
@@ -268,18 +274,24 @@ fn reachable(
     Ok(set)
 }
 
-/// Commit ids from the tips, minus the ancestry of `hidden`, in `order`.
+/// Commit ids from the tips, minus the ancestry of `hidden`, in `order`; in the default order
+/// the walk stops at commits older than `since`.
 fn ids<'r>(
     repo: &'r gix::Repository,
     tips: &[ObjectId],
     hidden: &[ObjectId],
     order: Order,
+    since: Option<i64>,
 ) -> Result<Box<dyn Iterator<Item = Result<ObjectId, GitError>> + 'r>, GitError> {
     let sorting = match order {
         Order::Default => {
+            let order = CommitTimeOrder::NewestFirst;
             let walk = repo
                 .rev_walk(tips.iter().copied())
-                .sorting(Sorting::ByCommitTime(CommitTimeOrder::NewestFirst))
+                .sorting(match since {
+                    Some(seconds) => Sorting::ByCommitTimeCutoff { order, seconds },
+                    None => Sorting::ByCommitTime(order),
+                })
                 .with_hidden(hidden.iter().copied())
                 .all()
                 .map_err(GitError::internal)?;
@@ -332,6 +344,7 @@ impl Budget {
 /// Applies the filter, the offset and the page size to a stream of commits.
 struct Collector<'q> {
     filter: Option<&'q Filter>,
+    since: Option<i64>,
     skip: usize,
     count: usize,
     commits: Vec<CommitInfo>,
@@ -343,6 +356,7 @@ impl<'q> Collector<'q> {
     fn new(q: &'q LogQuery<'_>) -> Collector<'q> {
         Collector {
             filter: q.filter.as_ref(),
+            since: q.since,
             skip: q.skip,
             count: q.count,
             commits: Vec::with_capacity(q.count.min(1000)),
@@ -353,12 +367,13 @@ impl<'q> Collector<'q> {
 
     /// Takes a candidate; true when the page is full and one more match was seen.
     fn offer(&mut self, repo: &gix::Repository, id: ObjectId) -> Result<bool, GitError> {
-        if self.filter.is_none() && self.skip > 0 {
+        if self.filter.is_none() && self.since.is_none() && self.skip > 0 {
             self.skip -= 1;
             return Ok(false);
         }
         let info = read_commit(repo, id)?;
-        if self.filter.is_some_and(|f| !f.matches(&info)) {
+        let too_old = self.since.is_some_and(|s| info.committer.time.seconds < s);
+        if too_old || self.filter.is_some_and(|f| !f.matches(&info)) {
             return Ok(false);
         }
         if self.skip > 0 {
@@ -401,6 +416,8 @@ struct PathWalk<'r> {
     bloom: Option<&'r BloomFilters>,
     graph: Option<gix::commitgraph::Graph>,
     allowed: Option<HashSet<ObjectId>>,
+    /// Commits older than this are not walked.
+    since: Option<i64>,
     queue: BinaryHeap<Queued>,
     seen: HashSet<ObjectId>,
     nodes: HashMap<ObjectId, Node>,
@@ -423,6 +440,7 @@ impl<'r> PathWalk<'r> {
         path: &'r BStr,
         bloom: Option<&'r BloomFilters>,
         allowed: Option<HashSet<ObjectId>>,
+        since: Option<i64>,
     ) -> PathWalk<'r> {
         PathWalk {
             repo,
@@ -430,6 +448,7 @@ impl<'r> PathWalk<'r> {
             bloom,
             graph: repo.commit_graph_if_enabled().ok().flatten(),
             allowed,
+            since,
             queue: BinaryHeap::new(),
             seen: HashSet::new(),
             nodes: HashMap::new(),
@@ -444,6 +463,9 @@ impl<'r> PathWalk<'r> {
             return Ok(());
         }
         let time = self.node(id)?.time;
+        if self.since.is_some_and(|s| (time as i64) < s) {
+            return Ok(());
+        }
         self.seq += 1;
         self.queue.push(Queued {
             time,

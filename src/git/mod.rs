@@ -1,6 +1,7 @@
 //! Read-only git queries over gix, returning plain data: no HTML, no HTTP.
 
 pub mod archive;
+pub mod blame;
 pub mod changes;
 pub mod diff;
 pub mod files;

@@ -10,7 +10,7 @@ const MONTH: i64 = 30 * DAY;
 const YEAR: i64 = 365 * DAY;
 
 /// Civil date (year, month, day) of a day count since 1970-01-01.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
+pub(super) fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

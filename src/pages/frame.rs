@@ -125,7 +125,11 @@ impl<'a> Frame<'a> {
             log_args.push(("follow", "1"));
         }
         tab("log", l.page("log", path, head, &log_args));
-        tab("tree", l.page("tree", path, head, &id_arg));
+        if active == "blame" {
+            tab("blame", l.page("blame", path, head, &id_arg));
+        } else {
+            tab("tree", l.page("tree", path, head, &id_arg));
+        }
         tab("commit", l.page("commit", path, head, &id_arg));
         tab("diff", l.page("diff", path, head, &id_arg));
         if cfg.opts.max_stats.is_some() {

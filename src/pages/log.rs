@@ -212,6 +212,7 @@ fn build_query<'a>(
         walks: Some(&ctx.site.walks),
         filter,
         order,
+        since: None,
         skip: if show_graph { 0 } else { skip },
         count: if show_graph { skip + count } else { count },
     }))

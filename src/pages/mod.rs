@@ -3,6 +3,7 @@
 
 mod about;
 mod atom;
+mod blame;
 mod blob;
 mod clone;
 mod commit;
@@ -21,6 +22,7 @@ pub mod links;
 mod log;
 mod mime;
 mod patch;
+mod period;
 mod plain;
 mod rawdiff;
 mod readme;
@@ -28,6 +30,7 @@ mod refs;
 mod request;
 mod shared;
 mod snapshot;
+mod stats;
 mod summary;
 mod tag;
 mod tree;
@@ -262,6 +265,8 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
                 "diff" => diff::render(&ctx),
                 "patch" => patch::render(&ctx),
                 "esi-diff" => esi::render_fragment(&ctx),
+                "blame" => blame::render(&ctx),
+                "stats" => stats::render(&ctx),
                 _ => Err(PageError::NotFound(format!(
                     "The '{page}' page is not available in this version of cgitd"
                 ))),

@@ -5,6 +5,7 @@ use super::format;
 use crate::git::CommitInfo;
 use crate::repos::{Branch, DecorationKind, Tag};
 use gix::ObjectId;
+use gix::bstr::ByteSlice;
 
 /// A date shown as `span.age-*` (relative) or as an absolute date with the full date as title.
 pub struct Age {
@@ -268,6 +269,15 @@ pub fn inline_disposition(name: &[u8]) -> String {
     out
 }
 
+/// A path as page titles show it: `c « b « a`, the components last first.
+pub fn path_title(path: &[u8]) -> String {
+    let parts: Vec<String> = crate::git::tree::components(path.as_bstr())
+        .rev()
+        .map(|c| c.to_str_lossy().into_owned())
+        .collect();
+    parts.join(" « ")
+}
+
 /// `path:` crumbs: `root` (its href made for `None`), then one per path component (href made
 /// for the path up to it).
 pub fn path_crumbs(path: &[u8], href: impl Fn(Option<&[u8]>) -> String) -> Vec<(String, String)> {
@@ -286,7 +296,12 @@ pub fn path_crumbs(path: &[u8], href: impl Fn(Option<&[u8]>) -> String) -> Vec<(
 
 #[cfg(test)]
 mod tests {
-    use super::truncate_subject;
+    use super::{path_title, truncate_subject};
+
+    #[test]
+    fn titles_reverse_the_path() {
+        assert_eq!(path_title(b"src/main.rs"), "main.rs « src");
+    }
 
     #[test]
     fn subjects_truncate_like_cgit() {

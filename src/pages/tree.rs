@@ -119,7 +119,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let mut frame = Frame::repo(ctx, "tree");
     if let Some(p) = &ctx.req.path {
         frame.crumbs = shared::path_crumbs(p, |prefix| links.page("tree", prefix));
-        frame.title = format!("{} - {}", reversed_title(p), frame.title);
+        frame.title = format!("{} - {}", shared::path_title(p), frame.title);
     }
     let html = match gtree::find(ctx.repo, root, path)? {
         Some(Found::Tree(id)) => {
@@ -135,15 +135,6 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         }
     };
     Ok(Response::html(html))
-}
-
-/// `c « b « a`: the path's components last first.
-fn reversed_title(path: &[u8]) -> String {
-    let parts: Vec<String> = gtree::components(path.as_bstr())
-        .rev()
-        .map(|c| c.to_str_lossy().into_owned())
-        .collect();
-    parts.join(" « ")
 }
 
 fn join(dir: &BStr, name: &[u8]) -> Vec<u8> {
@@ -499,10 +490,5 @@ mod tests {
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[1].offset, "0020");
         assert!(rows[0].hex.contains(" 41    41 "));
-    }
-
-    #[test]
-    fn titles_reverse_the_path() {
-        assert_eq!(reversed_title(b"src/main.rs"), "main.rs « src");
     }
 }
