@@ -61,6 +61,7 @@ struct ServeArgs {
 }
 
 fn main() -> ExitCode {
+    limit_malloc_arenas();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -73,6 +74,17 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(args),
         Command::CheckConfig { file } => check_config(&file),
         Command::Render { url, config } => render(&url, &config),
+    }
+}
+
+/// glibc gives every thread that allocates its own malloc arena and keeps freed memory there;
+/// with a pool of git workers that retains far more than the caches hold. Two arenas keep the
+/// resident size close to what is live, at no measurable cost in throughput here.
+fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: called first thing in main, before any other thread exists or allocates.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
     }
 }
 

@@ -19,7 +19,7 @@ use tower_http::compression::CompressionLayer;
 use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
 
 /// Git work running at once; more requests wait for a permit.
-const BLOCKING_PERMITS: usize = 16;
+const BLOCKING_PERMITS: usize = 8;
 /// Streamed bodies (archives, clone files) being written at once; each holds a blocking thread.
 const STREAM_PERMITS: usize = 64;
 

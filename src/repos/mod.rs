@@ -21,7 +21,10 @@ const REF_CHECK_INTERVAL: Duration = Duration::from_millis(250);
 /// Warm handles kept per repository.
 const MAX_POOLED_HANDLES: usize = 8;
 /// Object cache per handle.
-const OBJECT_CACHE_BYTES: usize = 8 << 20;
+const OBJECT_CACHE_BYTES: usize = 2 << 20;
+/// Delta-base cache per handle: a byte cap instead of gix's 64-entry default, whose entries
+/// can be whole large objects (hundreds of MiB over a pool of handles).
+const DELTA_BASE_CACHE: &str = "core.deltaBaseCacheLimit=8m";
 
 /// Why a repository could not be used.
 #[derive(Debug, Clone)]
@@ -175,7 +178,9 @@ impl GitRepo {
     fn open(&self) -> Result<&gix::ThreadSafeRepository, RepoError> {
         self.opened
             .get_or_init(|| {
-                let options = gix::open::Options::isolated().open_path_as_is(true);
+                let options = gix::open::Options::isolated()
+                    .open_path_as_is(true)
+                    .config_overrides([DELTA_BASE_CACHE]);
                 gix::ThreadSafeRepository::open_opts(&self.path, options).map_err(|e| {
                     RepoError(format!(
                         "Not a git repository: '{}' ({e})",
