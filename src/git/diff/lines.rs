@@ -45,17 +45,9 @@ pub struct TextDiff {
 
 /// Lines including their newline.
 pub fn split_lines(data: &[u8]) -> Vec<&[u8]> {
+    use gix::bstr::ByteSlice;
     let mut lines = Vec::with_capacity(data.len() / 32 + 1);
-    let mut start = 0;
-    for (i, &b) in data.iter().enumerate() {
-        if b == b'\n' {
-            lines.push(&data[start..=i]);
-            start = i + 1;
-        }
-    }
-    if start < data.len() {
-        lines.push(&data[start..]);
-    }
+    lines.extend(data.lines_with_terminator());
     lines
 }
 
