@@ -54,7 +54,7 @@ request = function()
   return wrk.format("GET", "/fork" .. fork .. "/commit/?id=" .. id)
 end
 LUA
-rps() { wrk -t2 -c8 -d"${TDUR}s" --timeout 30s "$@" 2>/dev/null | awk '/Requests\/sec/ {printf "%.0f", $2}'; }
+rps() { wrk -t2 -c8 -d"${TDUR}s" --timeout 30s -H 'Accept-Encoding: gzip' "$@" 2>/dev/null | awk '/Requests\/sec/ {printf "%.0f", $2}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a+0>0 && b+0>0) printf "%.1f", a/b; else printf "n/a" }'; }
 echo
 printf '| %-40s | %12s | %12s | %7s |\n' "through Varnish (pages/s)" "cgit" "cgitd+ESI" ratio

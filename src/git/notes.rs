@@ -3,10 +3,9 @@
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
 
-/// The note attached to `commit`, if any.
-pub fn note(repo: &gix::Repository, commit: ObjectId) -> Option<String> {
-    let notes = repo.find_reference("refs/notes/commits").ok()?;
-    let notes_commit = notes.into_fully_peeled_id().ok()?;
+/// The note attached to `commit` in the notes history at `notes_commit` (the tip of
+/// `refs/notes/commits`, taken from the ref snapshot), if any.
+pub fn note(repo: &gix::Repository, notes_commit: ObjectId, commit: ObjectId) -> Option<String> {
     let tree = repo.find_commit(notes_commit).ok()?.tree().ok()?;
     let hex = commit.to_string();
     for fanout in 0..=3 {

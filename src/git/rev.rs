@@ -9,6 +9,12 @@ pub fn resolve(repo: &gix::Repository, spec: &str) -> Result<ObjectId, GitError>
     if spec.starts_with('-') || spec.is_empty() || spec.contains('\0') {
         return Err(GitError::BadRequest(format!("Invalid revision: {spec}")));
     }
+    // A full id needs no ref lookups (rev-parse would first try six ref names).
+    if let Ok(id) = ObjectId::from_hex(spec.as_bytes())
+        && repo.has_object(id)
+    {
+        return Ok(id);
+    }
     if let Ok(id) = repo.rev_parse_single(spec) {
         return Ok(id.detach());
     }

@@ -87,7 +87,10 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         subject: commit.subject.clone(),
         decorations: shared::decorations(ctx, &id),
         body: commit.body().to_string(),
-        notes: git::notes::note(ctx.repo, id),
+        notes: ctx
+            .refs
+            .notes_commit()
+            .and_then(|notes| git::notes::note(ctx.repo, notes, id)),
         diff_body,
         hex,
     };

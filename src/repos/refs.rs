@@ -195,6 +195,12 @@ impl RefSnapshot {
         self.branches.iter().any(|b| b.name == name)
     }
 
+    /// The commit `refs/notes/commits` points to, if the repository has notes.
+    pub fn notes_commit(&self) -> Option<ObjectId> {
+        let notes = self.all.iter().find(|r| r.name == "refs/notes/commits")?;
+        Some(notes.peeled.unwrap_or(notes.id))
+    }
+
     pub fn tag(&self, name: &str) -> Option<&Tag> {
         self.tags.iter().find(|t| t.name == name)
     }
