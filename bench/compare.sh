@@ -5,12 +5,13 @@
 #
 # usage: bench/compare.sh [REPO]      REPO: any git directory (e.g. a clone of git.git);
 #                                     default: a git.git-shaped corpus made by bench/make-corpus.py
-# env:   DUR=3 (seconds per latency run), TDUR=5 (seconds per throughput run), CRAWL=2000 (ids)
+# env:   DUR=3 (seconds per latency run), TDUR=5 (seconds per throughput run), CRAWL=20000 (ids;
+#        more than a throughput run requests, so every crawler request is a new commit)
 # Only 127.0.0.1 is ever contacted; every load run is bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-DUR=${DUR:-3}; TDUR=${TDUR:-5}; CRAWL=${CRAWL:-2000}
+DUR=${DUR:-3}; TDUR=${TDUR:-5}; CRAWL=${CRAWL:-20000}
 CGIT_PORT=${CGIT_PORT:-8081}; CGITD_PORT=${CGITD_PORT:-8082}
 STATE=${STATE:-/tmp/cgitd-bench}
 mkdir -p "$STATE"

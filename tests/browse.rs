@@ -162,31 +162,6 @@ fn build_site(extra_rc: &str) -> Site {
     Site { dir, rc, work }
 }
 
-/// Runs Debian's cgit as a CGI for `url` with `rc`; None when cgit is not installed.
-fn cgit(rc: &Path, url: &str) -> Option<String> {
-    let bin = Path::new("/usr/lib/cgit/cgit.cgi");
-    if !bin.exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "cgit must be installed in CI (.ci/run installs it)"
-        );
-        eprintln!("!!! cgit is not installed: skipping the comparison with cgit");
-        return None;
-    }
-    let (path, query) = url.split_once('?').unwrap_or((url, ""));
-    let out = std::process::Command::new(bin)
-        .env_clear()
-        .env("CGIT_CONFIG", rc)
-        .env("PATH_INFO", path)
-        .env("QUERY_STRING", query)
-        .env("SCRIPT_NAME", "")
-        .env("REQUEST_METHOD", "GET")
-        .env("HTTP_HOST", "127.0.0.1")
-        .output()
-        .unwrap();
-    Some(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
 /// The hrefs inside `div.content`.
 fn content_links(html: &str) -> Vec<String> {
     let start = html.find("<div class='content'>").expect("content div");

@@ -641,31 +641,6 @@ fn bad_input_is_refused_cleanly() {
     assert_eq!(server.get("/r/commit/?id=%3Cscript%3E").status, 404);
 }
 
-/// Runs Debian's cgit as a CGI for `url` with `rc`.
-fn cgit(rc: &Path, url: &str) -> Option<String> {
-    let bin = Path::new("/usr/lib/cgit/cgit.cgi");
-    if !bin.exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "cgit must be installed in CI (.ci/run installs it)"
-        );
-        eprintln!("!!! cgit is not installed: skipping the comparison with cgit");
-        return None;
-    }
-    let (path, query) = url.split_once('?').unwrap_or((url, ""));
-    let out = std::process::Command::new(bin)
-        .env_clear()
-        .env("CGIT_CONFIG", rc)
-        .env("PATH_INFO", path.replace("%20", " "))
-        .env("QUERY_STRING", query)
-        .env("SCRIPT_NAME", "")
-        .env("REQUEST_METHOD", "GET")
-        .env("HTTP_HOST", "127.0.0.1")
-        .output()
-        .unwrap();
-    Some(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
 /// Resolves a relative href against the directory of `page` (a URL path).
 fn absolute(page: &str, href: &str) -> String {
     if href.starts_with('/') {

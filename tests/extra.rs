@@ -38,32 +38,6 @@ fn commit_as(dir: &Path, author: &str, when: i64, message: &str) -> String {
     git(dir, &["rev-parse", "HEAD"]).trim().to_string()
 }
 
-/// The real cgit's output for `url` (headers included), when it is installed.
-fn cgit(rc: &Path, url: &str) -> Option<String> {
-    let bin = Path::new("/usr/lib/cgit/cgit.cgi");
-    if !bin.exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "cgit must be installed in CI (.ci/run installs it)"
-        );
-        eprintln!("!!! cgit is not installed: skipping the comparison with cgit");
-        return None;
-    }
-    let (path, query) = url.split_once('?').unwrap_or((url, ""));
-    let out = std::process::Command::new(bin)
-        .env_clear()
-        .env("TZ", "UTC")
-        .env("CGIT_CONFIG", rc)
-        .env("PATH_INFO", path)
-        .env("QUERY_STRING", query)
-        .env("SCRIPT_NAME", "")
-        .env("REQUEST_METHOD", "GET")
-        .env("HTTP_HOST", "127.0.0.1")
-        .output()
-        .unwrap();
-    Some(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
 /// The part of a page between `start` and `end` (both included / excluded).
 fn between<'a>(html: &'a str, start: &str, end: &str) -> &'a str {
     let from = html

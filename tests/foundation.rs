@@ -4,7 +4,6 @@
 mod common;
 
 use common::*;
-use std::path::Path;
 
 /// A site: a bare repository with branches and tags, a work tree, urls with `+` and spaces,
 /// sections, a scan-path, an ignored and a hidden repository.
@@ -191,31 +190,6 @@ fn embedded_default_serves_the_current_repository() {
     let summary = server.get("/myproject/").text();
     assert!(summary.contains("first"));
     assert!(summary.contains(&format!("http://{}/myproject", server.addr)));
-}
-
-/// Runs Debian's cgit as a CGI for `url` with `rc`; None when cgit is not installed.
-fn cgit(rc: &Path, url: &str) -> Option<String> {
-    let bin = Path::new("/usr/lib/cgit/cgit.cgi");
-    if !bin.exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "cgit must be installed in CI (.ci/run installs it)"
-        );
-        eprintln!("!!! cgit is not installed: skipping the comparison with cgit");
-        return None;
-    }
-    let (path, query) = url.split_once('?').unwrap_or((url, ""));
-    let out = std::process::Command::new(bin)
-        .env_clear()
-        .env("CGIT_CONFIG", rc)
-        .env("PATH_INFO", path.replace("%20", " "))
-        .env("QUERY_STRING", query)
-        .env("SCRIPT_NAME", "")
-        .env("REQUEST_METHOD", "GET")
-        .env("HTTP_HOST", "127.0.0.1")
-        .output()
-        .unwrap();
-    Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// The hrefs inside `div.content`, the part of a page that lists repositories and refs. cgit

@@ -337,3 +337,33 @@ impl Drop for Varnish {
         let _ = self.child.wait();
     }
 }
+
+/// Debian's cgit run as a CGI for `url` (path and query, as a web server would pass them:
+/// PATH_INFO decoded) with `rc`; the whole CGI output. `None` where cgit is not installed,
+/// which CI never allows.
+pub fn cgit(rc: &Path, url: &str) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let bin = Path::new("/usr/lib/cgit/cgit.cgi");
+    if !bin.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "cgit must be installed in CI (.ci/run installs it)"
+        );
+        eprintln!("!!! cgit is not installed: skipping the comparison with cgit");
+        return None;
+    }
+    let (path, query) = url.split_once('?').unwrap_or((url, ""));
+    let path_info = cgitd::pages::links::percent_decode(path.as_bytes(), false);
+    let out = Command::new(bin)
+        .env_clear()
+        .env("TZ", "UTC")
+        .env("CGIT_CONFIG", rc)
+        .env("PATH_INFO", std::ffi::OsStr::from_bytes(&path_info))
+        .env("QUERY_STRING", query)
+        .env("SCRIPT_NAME", "")
+        .env("REQUEST_METHOD", "GET")
+        .env("HTTP_HOST", "127.0.0.1")
+        .output()
+        .unwrap();
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
