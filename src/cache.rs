@@ -200,3 +200,43 @@ impl WalkCache {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
+
+/// Object sizes by id (tree listings show one per entry; reading a packed object's header can
+/// mean inflating the start of its delta). Sizes never change for an id, in any repository.
+#[derive(Debug)]
+pub struct ObjectSizes {
+    entries: Mutex<LruCache<gix::ObjectId, u64>>,
+}
+
+/// Sizes remembered at once (about 8 MiB).
+const SIZES: usize = 100_000;
+
+impl Default for ObjectSizes {
+    fn default() -> Self {
+        ObjectSizes {
+            entries: Mutex::new(LruCache::new(
+                std::num::NonZeroUsize::new(SIZES).expect("non-zero"),
+            )),
+        }
+    }
+}
+
+impl ObjectSizes {
+    /// The size of `id`, from the cache or from `read`.
+    pub fn get_or_read<E>(
+        &self,
+        id: gix::ObjectId,
+        read: impl FnOnce() -> Result<u64, E>,
+    ) -> Result<u64, E> {
+        if let Some(size) = self.lock().get(&id) {
+            return Ok(*size);
+        }
+        let size = read()?;
+        self.lock().put(id, size);
+        Ok(size)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<gix::ObjectId, u64>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

@@ -18,8 +18,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower_http::compression::CompressionLayer;
 use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
 
-/// Git work running at once; more requests wait for a permit.
-const BLOCKING_PERMITS: usize = 8;
+/// Git work running at once (CPU-bound: about twice the cores); more requests wait for a permit.
+const BLOCKING_PERMITS: usize = 4;
 /// Streamed bodies (archives, clone files) being written at once; each holds a blocking thread.
 const STREAM_PERMITS: usize = 64;
 
@@ -69,6 +69,7 @@ impl App {
             generation: old.generation + 1,
             fragments: Arc::clone(&old.fragments),
             walks: Arc::clone(&old.walks),
+            sizes: Arc::clone(&old.sizes),
         };
         *self.site.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(site);
         Ok(())

@@ -11,6 +11,11 @@ fn always_escaped(b: u8) -> bool {
 
 /// cgit's URL-path escaper: `+` and `&` stay as they are.
 pub fn escape_path(bytes: &[u8]) -> String {
+    if let Ok(plain) = std::str::from_utf8(bytes)
+        && !bytes.iter().any(|&b| always_escaped(b))
+    {
+        return plain.to_string();
+    }
     let mut out = String::with_capacity(bytes.len());
     for &b in bytes {
         if always_escaped(b) {

@@ -53,6 +53,8 @@ pub struct Site {
     pub fragments: Arc<crate::cache::FragmentCache>,
     /// Recent history walks, for deep log pages (kept across reloads).
     pub walks: Arc<crate::cache::WalkCache>,
+    /// Object sizes for tree listings (kept across reloads).
+    pub sizes: Arc<crate::cache::ObjectSizes>,
 }
 
 /// A complete response: status, headers and a body.
@@ -110,6 +112,7 @@ impl Site {
             generation: 0,
             fragments: Arc::new(fragments),
             walks: Arc::default(),
+            sizes: Arc::default(),
         }
     }
 }
@@ -159,6 +162,13 @@ pub struct RepoCtx<'a> {
 }
 
 impl RepoCtx<'_> {
+    /// The size of an object, remembered across requests and repositories.
+    pub fn object_size(&self, id: gix::ObjectId) -> Result<u64, crate::git::GitError> {
+        self.site
+            .sizes
+            .get_or_read(id, || crate::git::tree::object_size(self.repo, id))
+    }
+
     /// The commit `head` names: a branch tip from the ref snapshot (so a page is consistent with
     /// its validator), else the revision resolved in the repository.
     pub fn head_commit(&self) -> Result<gix::ObjectId, crate::git::GitError> {

@@ -226,7 +226,7 @@ fn dir_row(
         plain_name: None,
         module_rev: None,
         symlink: None,
-        size: gtree::object_size(ctx.repo, e.id)?,
+        size: ctx.object_size(e.id)?,
         buttons: buttons(ctx, links, full, true, false),
     })
 }
@@ -294,7 +294,7 @@ fn file_row(
         plain_name: None,
         module_rev: None,
         symlink,
-        size: gtree::object_size(ctx.repo, e.id)?,
+        size: ctx.object_size(e.id)?,
         buttons: buttons(ctx, links, full, true, true),
     })
 }

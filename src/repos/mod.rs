@@ -24,7 +24,7 @@ const MAX_POOLED_HANDLES: usize = 8;
 const OBJECT_CACHE_BYTES: usize = 2 << 20;
 /// Delta-base cache per handle: a byte cap instead of gix's 64-entry default, whose entries
 /// can be whole large objects (hundreds of MiB over a pool of handles).
-const DELTA_BASE_CACHE: &str = "core.deltaBaseCacheLimit=8m";
+const DELTA_BASE_CACHE: &str = "core.deltaBaseCacheLimit=16m";
 
 /// Why a repository could not be used.
 #[derive(Debug, Clone)]
