@@ -17,23 +17,6 @@ struct Site {
     work: PathBuf,
 }
 
-/// Commits what is staged (no `add -A`, so gitlinks stay) with `message` at `date`.
-fn commit_index(dir: &Path, message: &[u8], date: &str) -> String {
-    let msg_file = dir.join(".git/MSG");
-    std::fs::write(&msg_file, message).unwrap();
-    let out = git_command(dir, &["commit", "-q", "--allow-empty", "-F", ".git/MSG"])
-        .env("GIT_AUTHOR_DATE", date)
-        .env("GIT_COMMITTER_DATE", date)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    git(dir, &["rev-parse", "HEAD"]).trim().to_string()
-}
-
 /// Replaces HEAD's message with raw bytes (git itself re-encodes latin-1 messages on commit).
 fn set_raw_message(dir: &Path, message: &[u8]) {
     let raw = git_bytes(dir, &["cat-file", "commit", "HEAD"]);
@@ -126,7 +109,7 @@ fn build_site(extra_rc: &str) -> Site {
     .unwrap();
     git(&work, &["add", "-A"]);
     git(&work, &["update-index", "--chmod=+x", "run.sh"]);
-    commit_index(&work, b"Add files", "2024-01-10T10:00:00+00:00");
+    commit_staged(&work, b"Add files", "2024-01-10T10:00:00+00:00");
     set_raw_message(&work, b"Add files: caf\xe9 <b>\n");
     let first = git(&work, &["rev-list", "--max-parents=0", "HEAD"])
         .trim()
@@ -140,7 +123,7 @@ fn build_site(extra_rc: &str) -> Site {
             &format!("160000,{first},sub"),
         ],
     );
-    commit_index(&work, b"Add submodule", "2024-01-11T10:00:00+00:00");
+    commit_staged(&work, b"Add submodule", "2024-01-11T10:00:00+00:00");
     git(root, &["clone", "-q", "--bare", "work", "plain.git"]);
     git(root, &["clone", "-q", "--bare", "work", "graph.git"]);
     git(

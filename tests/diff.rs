@@ -20,41 +20,15 @@ impl Fixture {
     }
 }
 
-/// Commits with a raw (possibly non-UTF-8) message.
+/// Stages everything and commits with a raw (possibly non-UTF-8) message.
 fn commit_raw(dir: &Path, message: &[u8], date: &str) -> String {
-    std::fs::write(dir.join(".git/MSG"), message).unwrap();
     git(dir, &["add", "-A"]);
-    let out = git_command(dir, &["commit", "-q", "--allow-empty", "-F", ".git/MSG"])
-        .env("GIT_AUTHOR_DATE", date)
-        .env("GIT_COMMITTER_DATE", date)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    git(dir, &["rev-parse", "HEAD"]).trim().to_string()
-}
-
-/// Commits what is staged (the index holds a gitlink the work tree does not have).
-fn commit_index(dir: &Path, message: &str, date: &str) -> String {
-    let out = git_command(dir, &["commit", "-q", "-m", message])
-        .env("GIT_AUTHOR_DATE", date)
-        .env("GIT_COMMITTER_DATE", date)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    git(dir, &["rev-parse", "HEAD"]).trim().to_string()
+    commit_staged(dir, message, date)
 }
 
 fn add_and_commit(dir: &Path, file: &str, message: &str, date: &str) -> String {
     git(dir, &["add", file]);
-    commit_index(dir, message, date)
+    commit_staged(dir, message.as_bytes(), date)
 }
 
 fn write_bytes_name(dir: &Path, name: &[u8], content: &[u8]) {
@@ -146,7 +120,11 @@ fn build() -> Fixture {
             &format!("160000,{sub_a},sub"),
         ],
     );
-    commit_index(&work, "Add submodule", "2024-01-05T10:00:00+00:00");
+    commit_staged(
+        &work,
+        "Add submodule".as_bytes(),
+        "2024-01-05T10:00:00+00:00",
+    );
     git(
         &work,
         &[

@@ -82,7 +82,17 @@ pub fn write(dir: &Path, path: &str, content: impl AsRef<[u8]>) {
 /// Stages everything and commits with `message` at `date` (ISO 8601); returns the commit id.
 pub fn commit_all(dir: &Path, message: &str, date: &str) -> String {
     git(dir, &["add", "-A"]);
-    let out = git_command(dir, &["commit", "-q", "--allow-empty", "-m", message])
+    commit_staged(dir, message.as_bytes(), date)
+}
+
+/// Commits what is staged (no `add`, so index-only entries such as gitlinks stay) with a raw,
+/// possibly non-UTF-8 `message` at `date`; returns the commit id.
+pub fn commit_staged(dir: &Path, message: &[u8], date: &str) -> String {
+    let git_dir = git(dir, &["rev-parse", "--absolute-git-dir"]);
+    let msg_file = Path::new(git_dir.trim()).join("CGITD_TEST_MSG");
+    std::fs::write(&msg_file, message).unwrap();
+    let out = git_command(dir, &["commit", "-q", "--allow-empty", "-F"])
+        .arg(&msg_file)
         .env("GIT_AUTHOR_DATE", date)
         .env("GIT_COMMITTER_DATE", date)
         .output()
