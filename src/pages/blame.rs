@@ -60,13 +60,8 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     }
     let commit = shared::page_commit(ctx)?;
     let root = git::log::read_commit(ctx.repo, commit)?.tree;
-    let path = ctx
-        .req
-        .path
-        .as_deref()
-        .map(|p| p.as_bytes())
-        .unwrap_or_default();
-    let blob = match gtree::find(ctx.repo, root, path.as_bstr())? {
+    let path = ctx.path();
+    let blob = match gtree::find(ctx.repo, root, path)? {
         Some(Found::Tree(_)) => {
             return Err(PageError::NotFound(
                 "Blame is not available for folders.".into(),

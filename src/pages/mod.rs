@@ -162,6 +162,15 @@ pub struct RepoCtx<'a> {
 }
 
 impl RepoCtx<'_> {
+    /// The path after the page in the URL (empty for none).
+    pub fn path(&self) -> &gix::bstr::BStr {
+        self.req
+            .path
+            .as_ref()
+            .map(|p| p.as_ref())
+            .unwrap_or_default()
+    }
+
     /// The size of an object, remembered across requests and repositories.
     pub fn object_size(&self, id: gix::ObjectId) -> Result<u64, crate::git::GitError> {
         self.site

@@ -22,12 +22,7 @@ struct Listing {
 pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let commit = shared::page_commit(ctx)?;
     let tree = git::log::read_commit(ctx.repo, commit)?.tree;
-    let path = ctx
-        .req
-        .path
-        .as_ref()
-        .map(|p| p.as_bstr())
-        .unwrap_or_default();
+    let path = ctx.path();
     let not_found = || PageError::NotFound("Not found".into());
     match gtree::find(ctx.repo, tree, path)?.ok_or_else(not_found)? {
         Found::Tree(id) => directory(ctx, id, path),
