@@ -134,3 +134,23 @@ fn includes_nest_expand_macros_and_stop_at_depth() {
             .any(|d| d.message.contains("missing.rc"))
     );
 }
+
+#[test]
+fn page_files_are_read_when_the_configuration_loads() {
+    let dir = TempDir::new("pagefiles");
+    let d = dir.path();
+    std::fs::write(d.join("header.html"), "<p>site header</p>").unwrap();
+    std::fs::write(
+        d.join("cgitrc"),
+        "header=header.html\nfooter=missing.html\n",
+    )
+    .unwrap();
+    let cfg = Config::load(&d.join("cgitrc")).unwrap();
+    assert_eq!(cfg.globals.header.as_deref(), Some("<p>site header</p>"));
+    assert_eq!(cfg.globals.footer, None);
+    assert!(
+        cfg.diagnostics
+            .iter()
+            .any(|d| d.message.contains("missing.html"))
+    );
+}

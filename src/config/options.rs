@@ -123,9 +123,11 @@ pub struct Globals {
     pub css: Vec<String>,
     pub js: Vec<String>,
     pub favicon: String,
-    pub header: Option<PathBuf>,
-    pub footer: Option<PathBuf>,
-    pub head_include: Option<PathBuf>,
+    /// Contents of the `header=`, `footer=` and `head-include=` files, read when the
+    /// configuration is loaded (a reload picks up edits).
+    pub header: Option<String>,
+    pub footer: Option<String>,
+    pub head_include: Option<String>,
     pub robots: String,
     pub noheader: bool,
     pub embedded: bool,

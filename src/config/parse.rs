@@ -90,6 +90,8 @@ impl Parser {
                 Some(i) => self.apply_repo_key(i, repo_key, value, location, Scope::Main),
                 None => self.warn(location, format!("'{key}' before any repo.url is ignored")),
             }
+        } else if matches!(key, "header" | "footer" | "head-include") {
+            self.page_file(key, value, location, file);
         } else if key == "include" {
             self.include(value, location, file, depth);
         } else if key == "scan-path" {
@@ -122,6 +124,28 @@ impl Parser {
                 self.parse_text(&String::from_utf8_lossy(&text), &name, depth + 1);
             }
             Err(e) => self.warn(location, format!("include {}: {e}", path.display())),
+        }
+    }
+
+    /// `header=`, `footer=`, `head-include=`: files whose contents go into every page, read now.
+    fn page_file(&mut self, key: &str, value: &str, location: &str, file: &str) {
+        let contents = if value.is_empty() {
+            None
+        } else {
+            let path = resolve_relative(file, value);
+            match std::fs::read(&path) {
+                Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+                Err(e) => {
+                    self.warn(location, format!("{key} {}: {e}", path.display()));
+                    None
+                }
+            }
+        };
+        let g = &mut self.globals;
+        match key {
+            "header" => g.header = contents,
+            "footer" => g.footer = contents,
+            _ => g.head_include = contents,
         }
     }
 
@@ -302,9 +326,6 @@ impl Parser {
             "favicon" => g.favicon = value.into(),
             "logo" => d.logo = non_empty(value),
             "logo-link" => d.logo_link = non_empty(value),
-            "header" => g.header = non_empty(value).map(|v| resolve_relative(file, &v)),
-            "footer" => g.footer = non_empty(value).map(|v| resolve_relative(file, &v)),
-            "head-include" => g.head_include = non_empty(value).map(|v| resolve_relative(file, &v)),
             "robots" => g.robots = value.into(),
             "noheader" => g.noheader = flag,
             "embedded" => g.embedded = flag,

@@ -226,21 +226,15 @@ pub fn clone_urls(ctx: &RepoCtx<'_>) -> Vec<String> {
 #[template(path = "frame_head.html")]
 struct FrameHead<'a> {
     f: &'a Frame<'a>,
-    head_include: String,
-    header_file: String,
+    head_include: &'a str,
+    header_file: &'a str,
 }
 
 #[derive(Template)]
 #[template(path = "frame_foot.html")]
 struct FrameFoot<'a> {
     f: &'a Frame<'a>,
-    footer_file: Option<String>,
-}
-
-fn read_include(path: &Option<std::path::PathBuf>) -> Option<String> {
-    path.as_ref()
-        .and_then(|p| std::fs::read(p).ok())
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
+    footer_file: Option<&'a str>,
 }
 
 /// Renders frame head, `body` and frame foot into one buffer.
@@ -249,12 +243,12 @@ pub fn wrap(site: &Site, frame: &Frame<'_>, body: &dyn askama::DynTemplate) -> S
     let mut out = String::with_capacity(16 * 1024);
     let head = FrameHead {
         f: frame,
-        head_include: read_include(&g.head_include).unwrap_or_default(),
-        header_file: read_include(&g.header).unwrap_or_default(),
+        head_include: g.head_include.as_deref().unwrap_or_default(),
+        header_file: g.header.as_deref().unwrap_or_default(),
     };
     let foot = FrameFoot {
         f: frame,
-        footer_file: read_include(&g.footer),
+        footer_file: g.footer.as_deref(),
     };
     let _ = head.render_into(&mut out);
     let _ = body.dyn_render_into(&mut out);
