@@ -2,7 +2,7 @@
 //! encodes), message, `---`, diffstat and summary, patch, signature.
 
 use super::GitError;
-use super::diff::{self, Abbrev, DiffOptions, Limits};
+use super::diff::{self, Abbrev, BinaryPatches, DiffOptions, Limits};
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
 
@@ -63,7 +63,8 @@ pub fn write_commit(
         diff::stat::write_stat(out, &tree, STAT_WIDTH);
         diff::stat::write_summary(out, &tree);
         out.push(b'\n');
-        diff::patch::write_patch(out, &tree.files, &Abbrev::new(repo));
+        let binary = BinaryPatches::new(repo);
+        diff::patch::write_patch(out, &tree.files, &Abbrev::new(repo), Some(&binary))?;
     }
     out.extend_from_slice(format!("-- \n{signature}\n\n").as_bytes());
     Ok(())

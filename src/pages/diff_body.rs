@@ -174,6 +174,7 @@ fn status_class(status: Status) -> &'static str {
 fn binary_sizes(f: &FileDiff) -> (u64, u64) {
     let sizes = |c: &Content| match c {
         Content::Binary { old_size, new_size } => (*old_size, *new_size),
+        Content::BinaryUnchanged { size } => (*size, *size),
         _ => (0, 0),
     };
     match &f.content {
@@ -362,7 +363,7 @@ impl Body {
 
     fn unified_content(&self, out: &mut String, content: &Content) {
         match content {
-            Content::Unchanged => {}
+            Content::Unchanged | Content::BinaryUnchanged { .. } => {}
             Content::Binary { .. } => out.push_str("Binary files differ"),
             Content::TooLarge => out.push_str("<div class='ctx'>(diff too large to show)</div>"),
             Content::Replaced { old, new } => {
@@ -407,7 +408,7 @@ impl Body {
 
     fn side_by_side_content(&self, out: &mut String, f: &FileDiff, content: &Content) {
         match content {
-            Content::Unchanged => {}
+            Content::Unchanged | Content::BinaryUnchanged { .. } => {}
             Content::Binary { .. } => {
                 out.push_str("<tr><td colspan='4'>Binary files differ</td></tr>");
             }

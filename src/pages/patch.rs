@@ -5,6 +5,8 @@ use super::diffargs::commit_pair;
 use super::{PageError, RepoCtx, Response};
 use crate::git::{self, GitError, diff::DiffOptions};
 use gix::ObjectId;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
 /// The most commits one patch page holds.
 const MAX_COMMITS: usize = 1000;
@@ -39,7 +41,8 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     })
 }
 
-/// Non-merge commits reachable from `new` but not from `old`, oldest first.
+/// Non-merge commits reachable from `new` but not from `old`, oldest first, in the order
+/// git's walk meets them (newest commit time first, ties in the order they were queued).
 fn range(
     repo: &gix::Repository,
     old: Option<ObjectId>,
@@ -53,10 +56,25 @@ fn range(
         .sorting(Sorting::ByCommitTime(CommitTimeOrder::NewestFirst))
         .all()
         .map_err(GitError::internal)?;
-    let mut commits = Vec::new();
+    let mut members = HashMap::new();
     for info in walk {
         let info = info.map_err(GitError::internal)?;
-        if info.parent_ids.len() > 1 {
+        let time = info.commit_time.unwrap_or_default();
+        members.insert(info.id, (time, info.parent_ids.to_vec()));
+    }
+    let mut queue = BinaryHeap::from([(members[&new].0, Reverse(0), new)]);
+    let mut queued = HashSet::from([new]);
+    let mut commits = Vec::new();
+    while let Some((_, _, id)) = queue.pop() {
+        let parents = &members[&id].1;
+        for parent in parents {
+            if let Some((time, _)) = members.get(parent)
+                && queued.insert(*parent)
+            {
+                queue.push((*time, Reverse(queued.len()), *parent));
+            }
+        }
+        if parents.len() > 1 {
             continue;
         }
         if commits.len() == MAX_COMMITS {
@@ -64,7 +82,7 @@ fn range(
                 "Too many commits in range (more than {MAX_COMMITS})"
             )));
         }
-        commits.push(info.id);
+        commits.push(id);
     }
     commits.reverse();
     Ok(commits)

@@ -18,7 +18,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         ));
     }
     let mut body = Vec::with_capacity(4096);
-    diff::patch::write_patch(&mut body, &tree.files, &Abbrev::new(ctx.repo));
+    diff::patch::write_patch(&mut body, &tree.files, &Abbrev::new(ctx.repo), None)?;
     Ok(Response {
         status: 200,
         content_type: "text/plain; charset=UTF-8".into(),

@@ -2,7 +2,9 @@
 //! blob ids, binary flags and unified hunks, bounded in size. `patch` and `stat` write them in
 //! git's own text formats.
 
+mod binary;
 mod blobs;
+mod delta;
 pub mod lines;
 pub mod patch;
 pub mod quote;
@@ -10,6 +12,7 @@ mod rename;
 pub mod stat;
 mod tree;
 
+pub use binary::BinaryPatches;
 pub use lines::{Hunk, Line, LineKind};
 
 use super::GitError;
@@ -106,6 +109,10 @@ pub enum Status {
 pub enum Content {
     /// Same blob on both sides (pure rename or mode change).
     Unchanged,
+    /// Same binary blob on both sides: git's diffstat still says `Bin`.
+    BinaryUnchanged {
+        size: u64,
+    },
     Binary {
         old_size: u64,
         new_size: u64,
@@ -170,7 +177,7 @@ impl FileDiff {
 
     pub fn is_binary(&self) -> bool {
         match &self.content {
-            Content::Binary { .. } => true,
+            Content::Binary { .. } | Content::BinaryUnchanged { .. } => true,
             Content::Replaced { old, new } => {
                 matches!(**old, Content::Binary { .. }) || matches!(**new, Content::Binary { .. })
             }
@@ -324,6 +331,24 @@ impl Differ<'_, '_> {
         }
     }
 
+    /// The content of a file whose blob did not change: only whether it is binary matters,
+    /// as far as the byte budget allows looking.
+    fn unchanged(&mut self, e: &Entry) -> Result<Content, GitError> {
+        if e.is_gitlink() || self.truncated {
+            return Ok(Content::Unchanged);
+        }
+        let size = self.size(Some(e))?;
+        if size > self.bytes_left {
+            return Ok(Content::Unchanged);
+        }
+        self.bytes_left -= size;
+        Ok(if is_binary(&self.side(Some(e))?) {
+            Content::BinaryUnchanged { size }
+        } else {
+            Content::Unchanged
+        })
+    }
+
     fn content(
         &mut self,
         old: Option<&Entry>,
@@ -332,7 +357,7 @@ impl Differ<'_, '_> {
         if let (Some(a), Some(b)) = (old, new)
             && a.id == b.id
         {
-            return Ok((Content::Unchanged, 0, 0));
+            return Ok((self.unchanged(a)?, 0, 0));
         }
         if self.truncated {
             return Ok((Content::TooLarge, 0, 0));

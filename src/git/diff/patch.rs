@@ -1,16 +1,30 @@
 //! git's patch text (`git diff` output), byte for byte.
 
+use super::GitError;
+use super::binary::BinaryPatches;
 use super::quote::{quoted, quoted_with_prefix};
 use super::{Abbrev, Content, FileDiff, Hunk, LineKind, Status};
 
-/// Appends the patch of every file.
-pub fn write_patch(out: &mut Vec<u8>, files: &[FileDiff], abbrev: &Abbrev<'_>) {
+/// Appends the patch of every file. Binary files get `binary` patches when given (as with
+/// `git diff --binary`), otherwise git's `Binary files … differ` line.
+pub fn write_patch(
+    out: &mut Vec<u8>,
+    files: &[FileDiff],
+    abbrev: &Abbrev<'_>,
+    binary: Option<&BinaryPatches<'_>>,
+) -> Result<(), GitError> {
     for file in files {
-        write_file(out, file, abbrev);
+        write_file(out, file, abbrev, binary)?;
     }
+    Ok(())
 }
 
-fn write_file(out: &mut Vec<u8>, f: &FileDiff, abbrev: &Abbrev<'_>) {
+fn write_file(
+    out: &mut Vec<u8>,
+    f: &FileDiff,
+    abbrev: &Abbrev<'_>,
+    binary: Option<&BinaryPatches<'_>>,
+) -> Result<(), GitError> {
     if let Content::Replaced { old, new } = &f.content {
         let deleted = FileDiff {
             status: Status::Deleted,
@@ -24,9 +38,8 @@ fn write_file(out: &mut Vec<u8>, f: &FileDiff, abbrev: &Abbrev<'_>) {
             content: (**new).clone(),
             ..f.clone()
         };
-        write_file(out, &deleted, abbrev);
-        write_file(out, &added, abbrev);
-        return;
+        write_file(out, &deleted, abbrev, binary)?;
+        return write_file(out, &added, abbrev, binary);
     }
     let mut header = Vec::with_capacity(256);
     header.extend_from_slice(b"diff --git ");
@@ -66,9 +79,12 @@ fn write_file(out: &mut Vec<u8>, f: &FileDiff, abbrev: &Abbrev<'_>) {
     let old_id = f.old.as_ref().map(|e| e.id).unwrap_or_else(|| null_of(f));
     let new_id = f.new.as_ref().map(|e| e.id).unwrap_or_else(|| null_of(f));
     if old_id != new_id {
-        header.extend_from_slice(
-            format!("index {}..{}", abbrev.hex(&old_id), abbrev.hex(&new_id)).as_bytes(),
-        );
+        // Binary patches name their blobs in full.
+        let hex = |id: &gix::ObjectId| match binary {
+            Some(_) if f.is_binary() => id.to_string(),
+            _ => abbrev.hex(id),
+        };
+        header.extend_from_slice(format!("index {}..{}", hex(&old_id), hex(&new_id)).as_bytes());
         if f.old_mode() == f.new_mode() {
             header.extend_from_slice(format!(" {:06o}", f.old_mode()).as_bytes());
         }
@@ -77,6 +93,15 @@ fn write_file(out: &mut Vec<u8>, f: &FileDiff, abbrev: &Abbrev<'_>) {
     let old_label = label(f.old.is_some(), b"a/", f.old_path());
     let new_label = label(f.new.is_some(), b"b/", f.new_path());
     match &f.content {
+        Content::Binary { .. } if binary.is_some() => {
+            out.extend_from_slice(&header);
+            let patches = binary.expect("checked by the guard");
+            patches.write(
+                out,
+                f.old.as_ref().map(|e| e.id),
+                f.new.as_ref().map(|e| e.id),
+            )?;
+        }
         Content::Binary { .. } => {
             out.extend_from_slice(&header);
             out.extend_from_slice(b"Binary files ");
@@ -108,6 +133,7 @@ fn write_file(out: &mut Vec<u8>, f: &FileDiff, abbrev: &Abbrev<'_>) {
         _ if must_show => out.extend_from_slice(&header),
         _ => {}
     }
+    Ok(())
 }
 
 fn null_of(f: &FileDiff) -> gix::ObjectId {
@@ -150,7 +176,8 @@ pub fn hunk_header(h: &Hunk) -> Vec<u8> {
 }
 
 fn write_hunk(out: &mut Vec<u8>, h: &Hunk) {
-    out.extend_from_slice(&hunk_header(h));
+    let header = hunk_header(h);
+    out.extend_from_slice(&header[..utf8_prefix_len(&header)]);
     out.push(b'\n');
     for l in &h.lines {
         out.push(match l.kind {
@@ -163,5 +190,31 @@ fn write_hunk(out: &mut Vec<u8>, h: &Hunk) {
         if l.no_newline {
             out.extend_from_slice(b"\\ No newline at end of file\n");
         }
+    }
+}
+
+/// How much of `text` git keeps when it cuts a hunk header at the first byte that does not
+/// start a valid UTF-8 character (git also refuses U+FFFE and U+FFFF).
+fn utf8_prefix_len(text: &[u8]) -> usize {
+    let valid = match std::str::from_utf8(text) {
+        Ok(s) => s,
+        Err(e) => std::str::from_utf8(&text[..e.valid_up_to()]).expect("checked prefix"),
+    };
+    valid
+        .char_indices()
+        .find(|&(_, c)| c == '\u{fffe}' || c == '\u{ffff}')
+        .map_or(valid.len(), |(i, _)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utf8_prefix_len;
+
+    #[test]
+    fn hunk_headers_are_cut_where_utf8_breaks() {
+        assert_eq!(utf8_prefix_len("@@ -1 +1 @@ caf\u{e9}".as_bytes()), 17);
+        assert_eq!(utf8_prefix_len(b"@@ -1 +1 @@ caf\xe9 au lait"), 15);
+        assert_eq!(utf8_prefix_len(b"@@ -1 +1 @@ \xd0\xbd\xd0"), 14);
+        assert_eq!(utf8_prefix_len("@@ -1 +1 @@ a\u{ffff}b".as_bytes()), 13);
     }
 }

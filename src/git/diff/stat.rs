@@ -87,6 +87,7 @@ fn binary_sizes(f: &FileDiff) -> Option<(u64, u64)> {
     use super::Content;
     let sizes = |c: &Content| match c {
         Content::Binary { old_size, new_size } => Some((*old_size, *new_size)),
+        Content::BinaryUnchanged { .. } => Some((0, 0)),
         _ => None,
     };
     match &f.content {
