@@ -422,6 +422,49 @@ fn patch_is_byte_identical_to_git_format_patch_for_every_commit() {
     );
 }
 
+#[test]
+fn path_limited_patch_and_rawdiff_match_git() {
+    let f = build();
+    let server = Server::start(&f.rc);
+    let signature = format!("--signature=cgitd {}", env!("CARGO_PKG_VERSION"));
+    let (old, new) = (f.rev("main~8"), f.rev("main"));
+    for path in ["main.c", "dir", "nonl.txt"] {
+        let expected = git_bytes(
+            &f.work,
+            &[
+                "format-patch",
+                "-N",
+                "--stdout",
+                "--subject-prefix=",
+                &signature,
+                &format!("{old}..{new}"),
+                "--",
+                path,
+            ],
+        );
+        // cgit's patches say which path they are limited to after the diffstat.
+        let expected = String::from_utf8(expected).unwrap().replace(
+            "\n\ndiff --git ",
+            &format!("\n\n(limited to '{path}')\n\ndiff --git "),
+        );
+        assert!(
+            expected.contains("(limited to"),
+            "{path} changes in the range"
+        );
+        let r = server.get(&format!("/r/patch/{path}?id={new}&id2={old}"));
+        assert_eq!(r.status, 200);
+        assert_eq!(r.text(), expected, "patch limited to {path}");
+
+        let expected = git_bytes(&f.work, &["diff", &old, &new, "--", path]);
+        let r = server.get(&format!("/r/rawdiff/{path}?id={new}&id2={old}"));
+        assert_eq!(r.body, expected, "rawdiff limited to {path}");
+    }
+    // a commit that does not touch the path has no patch
+    let r = server.get(&format!("/r/patch/nonl.txt?id={}", f.rev("main")));
+    assert_eq!(r.status, 200);
+    assert!(r.body.is_empty(), "{}", r.text());
+}
+
 fn section<'a>(html: &'a str, start: &str, end: &str) -> &'a str {
     let s = html
         .find(start)

@@ -13,11 +13,13 @@ const HEADER_WIDTH: usize = 78;
 /// Longest encoded line of RFC 2047 words.
 const ENCODED_WIDTH: usize = 76;
 
-/// Appends the mail of `commit` (diffed against its first parent) ending with `signature`.
+/// Appends the mail of `commit` (diffed against its first parent, only below `path` when
+/// given, as cgit's `(limited to 'PATH')` patches) ending with `signature`.
 pub fn write_commit(
     repo: &gix::Repository,
     commit: ObjectId,
     opts: &DiffOptions,
+    path: Option<&[u8]>,
     signature: &str,
     out: &mut Vec<u8>,
 ) -> Result<(), GitError> {
@@ -25,7 +27,7 @@ pub fn write_commit(
     let c = object.decode().map_err(GitError::internal)?;
     let author = c.author().map_err(GitError::internal)?;
     let parent = c.parents().next();
-    let tree = diff::diff_commits(repo, parent, commit, opts, None, Limits::RAW)?;
+    let tree = diff::diff_commits(repo, parent, commit, opts, path, Limits::RAW)?;
     if tree.truncated {
         return Err(GitError::Internal(
             "The diff is too large to be shown".into(),
@@ -63,6 +65,11 @@ pub fn write_commit(
         diff::stat::write_stat(out, &tree, STAT_WIDTH);
         diff::stat::write_summary(out, &tree);
         out.push(b'\n');
+        if let Some(path) = path {
+            out.extend_from_slice(b"(limited to '");
+            out.extend_from_slice(path);
+            out.extend_from_slice(b"')\n\n");
+        }
         let binary = BinaryPatches::new(repo);
         diff::patch::write_patch(out, &tree.files, &Abbrev::new(repo), Some(&binary))?;
     }

@@ -490,32 +490,35 @@ impl<'r> PathWalk<'r> {
                 self.push(node.parents[0])?;
                 continue;
             }
-            let parents: Vec<ObjectId> = match &self.allowed {
-                Some(allowed) => node
-                    .parents
-                    .iter()
-                    .copied()
-                    .filter(|p| allowed.contains(p))
-                    .collect(),
-                None => node.parents.clone(),
-            };
             let own = self.entry(id, node.tree)?;
             self.entries.remove(&id);
+            // Parents outside the range are compared but never followed (git's UNINTERESTING).
             let mut treesame_parent = None;
-            for parent in &parents {
+            let mut treesame_outside = false;
+            for parent in &node.parents {
                 if self.treesame(own, *parent)? {
-                    treesame_parent = Some(*parent);
-                    break;
+                    if self.is_allowed(parent) {
+                        treesame_parent = Some(*parent);
+                        break;
+                    }
+                    treesame_outside = true;
                 }
             }
+            let inside: Vec<ObjectId> = node
+                .parents
+                .iter()
+                .copied()
+                .filter(|p| self.is_allowed(p))
+                .collect();
             match treesame_parent {
                 Some(parent) => self.push(parent)?,
                 None => {
-                    for parent in parents.iter().copied() {
+                    for parent in inside.iter().copied() {
                         self.push(parent)?;
                     }
                     let root_without_path = node.parents.is_empty() && own.is_none();
-                    if !root_without_path {
+                    let same_as_outside_only = inside.is_empty() && treesame_outside;
+                    if !root_without_path && !same_as_outside_only {
                         return Ok(Some(id));
                     }
                 }
@@ -536,6 +539,10 @@ impl<'r> PathWalk<'r> {
                 .bloom
                 .and_then(|b| b.maybe_changed(id.as_bytes(), self.path))
                 == Some(false)
+    }
+
+    fn is_allowed(&self, id: &ObjectId) -> bool {
+        self.allowed.as_ref().is_none_or(|a| a.contains(id))
     }
 
     /// Whether the path is the same in `parent` as `own` (the child's entry).

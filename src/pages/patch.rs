@@ -1,5 +1,6 @@
 //! patch: the non-merge commits of `id2..id` (`id2` defaults to the first parent, so a plain
-//! commit is just itself) as `git format-patch -N --stdout` mails, oldest first.
+//! commit is just itself) as `git format-patch -N --stdout` mails, oldest first. With a path,
+//! only the commits changing it, their diffs limited to it (`-- PATH`), as cgit does.
 
 use super::diffargs::commit_pair;
 use super::{PageError, RepoCtx, Response};
@@ -13,7 +14,11 @@ const MAX_COMMITS: usize = 1000;
 
 pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let pair = commit_pair(ctx)?;
-    let commits = range(ctx.repo, pair.old, pair.new)?;
+    let path = Some(ctx.path()).filter(|p| !p.is_empty());
+    let commits = match path {
+        None => range(ctx.repo, pair.old, pair.new)?,
+        Some(path) => path_range(ctx, pair.old, pair.new, path)?,
+    };
     let opts = DiffOptions {
         rename_limit: ctx.site.config.globals.renamelimit,
         ..DiffOptions::default()
@@ -24,7 +29,8 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         if i > 0 {
             body.push(b'\n');
         }
-        git::format_patch::write_commit(ctx.repo, id, &opts, signature, &mut body)?;
+        let path = path.map(|p| p.as_ref());
+        git::format_patch::write_commit(ctx.repo, id, &opts, path, signature, &mut body)?;
     }
     let name = match pair.old {
         Some(old) => format!("{old}..{}.patch", pair.new),
@@ -39,6 +45,43 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         )],
         body: body.into(),
     })
+}
+
+/// Non-merge commits of the range changing `path` (git's history simplification), oldest first.
+fn path_range(
+    ctx: &RepoCtx<'_>,
+    old: Option<ObjectId>,
+    new: ObjectId,
+    path: &gix::bstr::BStr,
+) -> Result<Vec<ObjectId>, PageError> {
+    let page = git::log::query(
+        ctx.repo,
+        &git::log::LogQuery {
+            tips: vec![new],
+            hidden: old.into_iter().collect(),
+            path: Some(path),
+            bloom: ctx.state.bloom(),
+            count: MAX_COMMITS + 1,
+            ..Default::default()
+        },
+    )?;
+    let mut commits: Vec<ObjectId> = page
+        .commits
+        .iter()
+        .filter(|c| c.parents.len() <= 1)
+        .map(|c| c.id)
+        .collect();
+    if commits.len() > MAX_COMMITS {
+        return Err(too_many());
+    }
+    commits.reverse();
+    Ok(commits)
+}
+
+fn too_many() -> PageError {
+    PageError::BadRequest(format!(
+        "Too many commits in range (more than {MAX_COMMITS})"
+    ))
 }
 
 /// Non-merge commits reachable from `new` but not from `old`, oldest first, in the order
@@ -78,9 +121,7 @@ fn range(
             continue;
         }
         if commits.len() == MAX_COMMITS {
-            return Err(PageError::BadRequest(format!(
-                "Too many commits in range (more than {MAX_COMMITS})"
-            )));
+            return Err(too_many());
         }
         commits.push(id);
     }

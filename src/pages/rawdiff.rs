@@ -1,4 +1,4 @@
-//! rawdiff: the plain-text diff of two commits, byte-identical to `git diff old new`
+//! rawdiff: the plain-text diff of two commits, byte-identical to `git diff old new [-- PATH]`
 //! (`git diff-tree -p --root` for a root commit).
 
 use super::diffargs::commit_pair;
@@ -11,7 +11,8 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         rename_limit: ctx.site.config.globals.renamelimit,
         ..DiffOptions::default()
     };
-    let tree = diff::diff_commits(ctx.repo, pair.old, pair.new, &opts, None, Limits::RAW)?;
+    let path = Some(ctx.path().as_ref()).filter(|p: &&[u8]| !p.is_empty());
+    let tree = diff::diff_commits(ctx.repo, pair.old, pair.new, &opts, path, Limits::RAW)?;
     if tree.truncated {
         return Err(PageError::Unavailable(
             "The diff is too large to be shown".into(),
