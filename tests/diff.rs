@@ -557,6 +557,15 @@ fn commit_page_shows_info_message_and_diff() {
         big.text()
             .contains("diff too large: some files are not shown")
     );
+    // a message in a declared legacy encoding is shown in UTF-8, on the commit and log pages
+    let latin1 = git(&f.work, &["log", "--format=%H", "--grep=Non-UTF-8", "main"]);
+    let page = server
+        .get(&format!("/r/commit/?id={}", latin1.trim()))
+        .text();
+    assert!(page.contains("Non-UTF-8 message: café"), "{page}");
+    assert!(page.contains("Body with é too."));
+    let log = server.get("/r/log/").text();
+    assert!(log.contains("Non-UTF-8 message: café"));
     // binary files
     let bin = server
         .get(&format!("/r/commit/?id={}", f.rev("binary~5")))

@@ -3,6 +3,7 @@
 
 use super::GitError;
 use super::diff::{self, Abbrev, BinaryPatches, DiffOptions, Limits};
+use super::encoding::reencode;
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
 
@@ -35,8 +36,8 @@ pub fn write_commit(
     }
     out.extend_from_slice(format!("From {commit} Mon Sep 17 00:00:00 2001\n").as_bytes());
     let encoding = c.encoding.map(|e| e.to_vec());
-    let name = to_utf8(author.name.trim(), encoding.as_deref());
-    let message = to_utf8(c.message, encoding.as_deref());
+    let name = reencode(author.name.trim(), encoding.as_deref());
+    let message = reencode(c.message, encoding.as_deref());
     write_from(out, &name, author.email.trim());
     let date = author
         .time()
@@ -75,26 +76,6 @@ pub fn write_commit(
     }
     out.extend_from_slice(format!("-- \n{signature}\n\n").as_bytes());
     Ok(())
-}
-
-/// Text of a commit in `encoding` as UTF-8, as git re-encodes log output. Only Latin-1 is
-/// converted; other encodings are shown as stored.
-fn to_utf8<'a>(text: &'a [u8], encoding: Option<&[u8]>) -> std::borrow::Cow<'a, [u8]> {
-    let latin1 = encoding.is_some_and(|e| {
-        [&b"ISO-8859-1"[..], b"ISO8859-1", b"latin1", b"latin-1"]
-            .iter()
-            .any(|name| e.eq_ignore_ascii_case(name))
-    });
-    if latin1 {
-        std::borrow::Cow::Owned(
-            text.iter()
-                .map(|&b| b as char)
-                .collect::<String>()
-                .into_bytes(),
-        )
-    } else {
-        std::borrow::Cow::Borrowed(text)
-    }
 }
 
 fn write_from(out: &mut Vec<u8>, name: &[u8], email: &[u8]) {

@@ -1,6 +1,7 @@
 //! Commit reading and history walks: plain, searched, ranged and path-limited logs.
 
 use super::GitError;
+use super::encoding::decode;
 use super::tree::entry_at;
 use crate::cache::{WalkCache, WalkIds};
 use crate::repos::bloom::BloomFilters;
@@ -48,14 +49,15 @@ pub fn read_commit(repo: &gix::Repository, id: ObjectId) -> Result<CommitInfo, G
         .find_commit(id)
         .map_err(|_| GitError::NotFound(format!("Bad commit: {id}")))?;
     let c = commit.decode().map_err(GitError::internal)?;
+    let encoding = c.encoding.map(|e| e.as_bytes());
     Ok(CommitInfo {
         id,
         tree: c.tree(),
         parents: c.parents().collect(),
-        author: Person::from_signature(c.author().map_err(GitError::internal)?),
-        committer: Person::from_signature(c.committer().map_err(GitError::internal)?),
-        subject: subject_of(c.message),
-        message: c.message.to_str_lossy().into_owned(),
+        author: Person::from_signature(c.author().map_err(GitError::internal)?, encoding),
+        committer: Person::from_signature(c.committer().map_err(GitError::internal)?, encoding),
+        subject: subject_of(c.message, encoding),
+        message: decode(c.message, encoding),
     })
 }
 

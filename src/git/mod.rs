@@ -4,6 +4,7 @@ pub mod archive;
 pub mod blame;
 pub mod changes;
 pub mod diff;
+pub mod encoding;
 pub mod files;
 pub mod format_patch;
 pub mod log;

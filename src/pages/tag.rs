@@ -57,7 +57,7 @@ fn annotate(ctx: &RepoCtx<'_>, tag: &Tag, view: &mut TagView) -> Result<(), Page
         .map_err(|e| PageError::Internal(format!("decoding tag {}: {e}", tag.id)))?;
     view.tag_id = Some(tag.id.to_string());
     if let Ok(Some(tagger)) = decoded.tagger() {
-        let person = Person::from_signature(tagger);
+        let person = Person::from_signature(tagger, None);
         if person.time.seconds != 0 {
             view.date = Some(super::format::iso_date(person.time));
         }

@@ -2,6 +2,7 @@
 //! commit/tag data that summary and refs show, and the decoration map — built once per change.
 
 use super::RepoError;
+use crate::git::encoding::decode;
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
 use std::collections::HashMap;
@@ -15,10 +16,11 @@ pub struct Person {
 }
 
 impl Person {
-    pub fn from_signature(sig: gix::actor::SignatureRef<'_>) -> Person {
+    /// From a header of an object whose text is in `encoding` (a commit's `encoding` header).
+    pub fn from_signature(sig: gix::actor::SignatureRef<'_>, encoding: Option<&[u8]>) -> Person {
         Person {
-            name: sig.name.trim().to_str_lossy().into_owned(),
-            email: sig.email.trim().to_str_lossy().into_owned(),
+            name: decode(sig.name.trim(), encoding),
+            email: decode(sig.email.trim(), encoding),
             time: sig.time().unwrap_or_default(),
         }
     }
@@ -229,8 +231,8 @@ fn read_branch(repo: &gix::Repository, name: &str, id: ObjectId) -> Option<Branc
     Some(Branch {
         name: name.to_string(),
         id,
-        subject: subject_of(decoded.message),
-        author: Person::from_signature(decoded.author().ok()?),
+        subject: subject_of(decoded.message, encoding(&decoded)),
+        author: Person::from_signature(decoded.author().ok()?, encoding(&decoded)),
         committer_time: decoded.committer().ok()?.time().unwrap_or_default(),
     })
 }
@@ -252,7 +254,7 @@ fn read_tag(repo: &gix::Repository, name: &str, id: ObjectId, target: ObjectId) 
         && let Ok(obj) = repo.find_tag(id)
         && let Ok(Some(tagger)) = obj.decode().and_then(|t| t.tagger())
     {
-        let person = Person::from_signature(tagger);
+        let person = Person::from_signature(tagger, None);
         tag.date = Some(person.time);
         tag.author = Some(person);
     }
@@ -261,14 +263,19 @@ fn read_tag(repo: &gix::Repository, name: &str, id: ObjectId, target: ObjectId) 
         && let Ok(commit) = repo.find_commit(target)
         && let Ok(decoded) = commit.decode()
     {
-        tag.author = decoded.author().ok().map(Person::from_signature);
+        tag.author = (decoded.author().ok()).map(|a| Person::from_signature(a, encoding(&decoded)));
         tag.date = decoded.committer().ok().and_then(|c| c.time().ok());
     }
     tag
 }
 
-/// The first line of a commit message.
-pub fn subject_of(message: &gix::bstr::BStr) -> String {
+/// The first line of a commit message, decoded from `encoding`.
+pub fn subject_of(message: &gix::bstr::BStr, encoding: Option<&[u8]>) -> String {
     let line = message.lines().next().unwrap_or_default();
-    line.to_str_lossy().trim_end().to_string()
+    decode(line, encoding).trim_end().to_string()
+}
+
+/// The `encoding` header of a commit.
+fn encoding<'a>(commit: &gix::objs::CommitRef<'a>) -> Option<&'a [u8]> {
+    commit.encoding.map(|e| e.as_bytes())
 }
