@@ -89,35 +89,42 @@ impl Index {
         }
         let buckets = 1usize << bits;
         let mask = (buckets - 1) as u32;
-        let mut lists: Vec<Vec<Block>> = vec![Vec::new(); buckets];
-        let mut previous: Option<(u32, usize)> = None;
         // From the end backwards; a run of equal blocks keeps only its lowest one.
+        let mut found: Vec<Block> = Vec::with_capacity(count);
         for start in (0..count).rev().map(|i| i * WINDOW) {
             let end = start + WINDOW;
             let fp = fingerprint(&source[start + 1..=end]);
-            match previous {
-                Some((last, bucket)) if last == fp => {
-                    lists[bucket].last_mut().expect("just pushed").end = end;
-                }
-                _ => {
-                    let bucket = (fp & mask) as usize;
-                    lists[bucket].push(Block {
-                        fingerprint: fp,
-                        end,
-                    });
-                    previous = Some((fp, bucket));
-                }
+            match found.last_mut() {
+                Some(last) if last.fingerprint == fp => last.end = end,
+                _ => found.push(Block {
+                    fingerprint: fp,
+                    end,
+                }),
             }
         }
-        let mut starts = Vec::with_capacity(buckets + 1);
-        let mut blocks = Vec::new();
-        for list in lists {
-            starts.push(blocks.len());
-            // Pushed from the end backwards: lowest offsets first once reversed.
-            let ascending: Vec<Block> = list.into_iter().rev().collect();
-            blocks.extend(thin_out(ascending));
+        // Group by bucket, lowest offsets first within each (a counting sort).
+        let mut starts = vec![0; buckets + 1];
+        for block in &found {
+            starts[(block.fingerprint & mask) as usize + 1] += 1;
         }
-        starts.push(blocks.len());
+        for b in 0..buckets {
+            starts[b + 1] += starts[b];
+        }
+        let mut next = starts.clone();
+        let mut grouped = found.clone();
+        for block in found.iter().rev() {
+            let b = (block.fingerprint & mask) as usize;
+            grouped[next[b]] = *block;
+            next[b] += 1;
+        }
+        // Thin out overfull buckets, compacting as we go.
+        let mut blocks = Vec::with_capacity(grouped.len());
+        for b in 0..buckets {
+            let bucket = &grouped[starts[b]..starts[b + 1]];
+            starts[b] = blocks.len();
+            thin_out(bucket, &mut blocks);
+        }
+        starts[buckets] = blocks.len();
         Index {
             mask,
             starts,
@@ -131,13 +138,14 @@ impl Index {
     }
 }
 
-/// Keeps `BUCKET_LIMIT` blocks of an overfull bucket, dropped evenly over the list.
-fn thin_out(list: Vec<Block>) -> Vec<Block> {
+/// Appends the blocks of a bucket to `kept`; of an overfull one only `BUCKET_LIMIT`, the
+/// others dropped evenly over it.
+fn thin_out(list: &[Block], kept: &mut Vec<Block>) {
     if list.len() <= BUCKET_LIMIT {
-        return list;
+        kept.extend_from_slice(list);
+        return;
     }
     let excess = (list.len() - BUCKET_LIMIT) as isize;
-    let mut kept = Vec::with_capacity(BUCKET_LIMIT);
     // Each kept block earns `excess`; every `BUCKET_LIMIT` earned drops the next block.
     let mut credit = 0isize;
     let mut i = 0;
@@ -150,7 +158,6 @@ fn thin_out(list: Vec<Block>) -> Vec<Block> {
             credit -= BUCKET_LIMIT as isize;
         }
     }
-    kept
 }
 
 /// The instruction stream being written: pending inserts share one length byte.
