@@ -14,7 +14,16 @@ use std::process::Command;
 /// Commits with a diff of 20–40 changed lines, newest first.
 fn small_commits(repo: &str, count: usize) -> Vec<String> {
     let out = Command::new("git")
-        .args(["-C", repo, "log", "--no-merges", "--format=@%H", "--shortstat", "-n", "5000"])
+        .args([
+            "-C",
+            repo,
+            "log",
+            "--no-merges",
+            "--format=@%H",
+            "--shortstat",
+            "-n",
+            "5000",
+        ])
         .output()
         .expect("git runs");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -48,7 +57,10 @@ fn site(repo: &str, fragment_cache: usize) -> Site {
 fn bench_commit(c: &mut Criterion) {
     let repo = std::env::var("CGITD_BENCH_REPO").unwrap_or_else(|_| ".".into());
     let commits = small_commits(&repo, 2_000);
-    assert!(!commits.is_empty(), "no commits with a ~30-line diff in {repo}");
+    assert!(
+        !commits.is_empty(),
+        "no commits with a ~30-line diff in {repo}"
+    );
     let render = |site: &Site, id: &str| {
         let req = url::parse(&site.config, "/r/commit/", Some(&format!("id={id}"))).unwrap();
         let page = pages::render(site, &req);
@@ -58,7 +70,9 @@ fn bench_commit(c: &mut Criterion) {
 
     let warm = site(&repo, 64 << 20);
     render(&warm, &commits[0]);
-    c.bench_function("commit (diff cached)", |b| b.iter(|| render(&warm, &commits[0])));
+    c.bench_function("commit (diff cached)", |b| {
+        b.iter(|| render(&warm, &commits[0]))
+    });
 
     let cold = site(&repo, 0);
     let mut next = commits.iter().cycle();

@@ -354,26 +354,31 @@ fn rawdiff_is_byte_identical_to_git_for_every_commit() {
     assert_eq!(r.body, git_bytes(&f.work, &["diff", &old, &new]));
 }
 
+/// `git format-patch` as cgitd's patch page is specified: mails on stdout, no subject prefix,
+/// cgitd's default signature.
+fn format_patch(f: &Fixture, args: &[&str]) -> Vec<u8> {
+    let signature = format!("--signature=cgitd {}", env!("CARGO_PKG_VERSION"));
+    let mut all = vec![
+        "format-patch",
+        "-N",
+        "--stdout",
+        "--subject-prefix=",
+        &signature,
+    ];
+    all.extend_from_slice(args);
+    git_bytes(&f.work, &all)
+}
+
 #[test]
 fn patch_is_byte_identical_to_git_format_patch_for_every_commit() {
     let f = build();
     let server = Server::start(&f.rc);
-    let signature = format!("--signature=cgitd {}", env!("CARGO_PKG_VERSION"));
     let mut binary_forms = std::collections::BTreeSet::new();
     for (id, parents) in all_commits(&f) {
-        let range = parents.first().map(|p| format!("{p}..{id}"));
-        let mut args = vec![
-            "format-patch",
-            "-N",
-            "--stdout",
-            "--subject-prefix=",
-            &signature,
-        ];
-        match &range {
-            Some(r) => args.push(r),
-            None => args.extend(["--root", "-1", &id]),
-        }
-        let expected = git_bytes(&f.work, &args);
+        let expected = match parents.first() {
+            Some(p) => format_patch(&f, &[&format!("{p}..{id}")]),
+            None => format_patch(&f, &["--root", "-1", &id]),
+        };
         let r = server.get(&format!("/r/patch/?id={id}"));
         assert_eq!(r.status, 200);
         let name = match parents.first() {
@@ -404,17 +409,7 @@ fn patch_is_byte_identical_to_git_format_patch_for_every_commit() {
     );
     // a range: oldest first, merges left out
     let (old, new) = (f.rev("main~3"), f.rev("main"));
-    let expected = git_bytes(
-        &f.work,
-        &[
-            "format-patch",
-            "-N",
-            "--stdout",
-            "--subject-prefix=",
-            &signature,
-            &format!("{old}..{new}"),
-        ],
-    );
+    let expected = format_patch(&f, &[&format!("{old}..{new}")]);
     let r = server.get(&format!("/r/patch/?id={new}&id2={old}"));
     assert_eq!(
         String::from_utf8_lossy(&r.body),
@@ -426,22 +421,9 @@ fn patch_is_byte_identical_to_git_format_patch_for_every_commit() {
 fn path_limited_patch_and_rawdiff_match_git() {
     let f = build();
     let server = Server::start(&f.rc);
-    let signature = format!("--signature=cgitd {}", env!("CARGO_PKG_VERSION"));
     let (old, new) = (f.rev("main~8"), f.rev("main"));
     for path in ["main.c", "dir", "nonl.txt"] {
-        let expected = git_bytes(
-            &f.work,
-            &[
-                "format-patch",
-                "-N",
-                "--stdout",
-                "--subject-prefix=",
-                &signature,
-                &format!("{old}..{new}"),
-                "--",
-                path,
-            ],
-        );
+        let expected = format_patch(&f, &[&format!("{old}..{new}"), "--", path]);
         // cgit's patches say which path they are limited to after the diffstat.
         let expected = String::from_utf8(expected).unwrap().replace(
             "\n\ndiff --git ",

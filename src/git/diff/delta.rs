@@ -34,28 +34,26 @@ const fn reduce(byte: u32, shift: u32) -> u32 {
     value
 }
 
+/// `reduce(byte, shift)` for every byte, with the byte's low bit also moved to bit 31 when
+/// `keep_bit31` (which cancels the bit the 8-bit shift leaves there).
+const fn table(shift: u32, keep_bit31: bool) -> [u32; 256] {
+    let mut table = [0; 256];
+    let mut i = 0;
+    while i < 256 {
+        let byte = i as u32;
+        let bit31 = if keep_bit31 { (byte & 1) << 31 } else { 0 };
+        table[i] = bit31 ^ reduce(byte, shift);
+        i += 1;
+    }
+    table
+}
+
 /// Folds the byte shifted out at the top back into the fingerprint (bit 31 of the shifted
 /// value is cleared here too, keeping fingerprints at 31 bits).
-const SHIFT_OUT: [u32; 256] = {
-    let mut table = [0; 256];
-    let mut i = 0;
-    while i < 256 {
-        table[i] = ((i as u32 & 1) << 31) ^ reduce(i as u32, 31);
-        i += 1;
-    }
-    table
-};
+const SHIFT_OUT: [u32; 256] = table(31, true);
 
 /// Removes the contribution of the byte leaving the window (shifted in 15 bytes ago).
-const LEAVING: [u32; 256] = {
-    let mut table = [0; 256];
-    let mut i = 0;
-    while i < 256 {
-        table[i] = reduce(i as u32, 8 * (WINDOW as u32 - 1));
-        i += 1;
-    }
-    table
-};
+const LEAVING: [u32; 256] = table(8 * (WINDOW as u32 - 1), false);
 
 fn push_byte(fingerprint: u32, byte: u8) -> u32 {
     ((fingerprint << 8) | u32::from(byte)) ^ SHIFT_OUT[(fingerprint >> SHIFT) as usize]
