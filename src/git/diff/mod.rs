@@ -251,6 +251,7 @@ pub fn diff_trees(
         opts,
         lines_left: limits.max_lines,
         bytes_left: limits.max_bytes,
+        unchanged_bytes_left: limits.max_bytes,
         truncated: false,
     };
     let mut files = Vec::with_capacity(pairs.len());
@@ -268,6 +269,8 @@ struct Differ<'r, 'o> {
     opts: &'o DiffOptions,
     lines_left: usize,
     bytes_left: u64,
+    /// A budget of its own for looking into unchanged blobs, so renames do not use up the diff's.
+    unchanged_bytes_left: u64,
     truncated: bool,
 }
 
@@ -332,16 +335,16 @@ impl Differ<'_, '_> {
     }
 
     /// The content of a file whose blob did not change: only whether it is binary matters,
-    /// as far as the byte budget allows looking.
+    /// as far as its own byte budget allows looking.
     fn unchanged(&mut self, e: &Entry) -> Result<Content, GitError> {
         if e.is_gitlink() || self.truncated {
             return Ok(Content::Unchanged);
         }
         let size = self.size(Some(e))?;
-        if size > self.bytes_left {
+        if size > self.unchanged_bytes_left {
             return Ok(Content::Unchanged);
         }
-        self.bytes_left -= size;
+        self.unchanged_bytes_left -= size;
         Ok(if is_binary(&self.side(Some(e))?) {
             Content::BinaryUnchanged { size }
         } else {
