@@ -52,7 +52,8 @@ fn main() {
     let all = String::from_utf8(git(&git_dir, &rev_list)).unwrap();
     let commits: Vec<&str> = all.lines().collect();
     let signature = site.config.globals.patch_signature.clone();
-    let (mut raw_ok, mut patch_ok, mut checked) = (0, 0, 0);
+    let (mut raw_ok, mut patch_ok, mut refused, mut checked) = (0, 0, 0, 0);
+    let mut binary_ok = 0;
     for _ in 0..n.min(commits.len()) {
         seed = seed
             .wrapping_mul(6364136223846793005)
@@ -88,8 +89,8 @@ fn main() {
                 continue;
             }
         };
-        let raw = render(&site, &format!("/r/rawdiff/?id={id}"));
-        let patch = render(&site, &format!("/r/patch/?id={id}"));
+        let (_, raw) = render(&site, &format!("/r/rawdiff/?id={id}"));
+        let (patch_status, patch) = render(&site, &format!("/r/patch/?id={id}"));
         checked += 1;
         if raw == expected_raw {
             raw_ok += 1;
@@ -98,15 +99,26 @@ fn main() {
         }
         if patch == expected_patch {
             patch_ok += 1;
+            if patch.windows(16).any(|w| w == b"GIT binary patch") {
+                binary_ok += 1;
+            }
+        } else if patch_status == 400 {
+            refused += 1;
+            println!("patch refused:   {id} (more commits than a patch page holds)");
         } else {
             println!("patch differs:   {id}");
         }
     }
-    println!("{checked} commits: rawdiff {raw_ok} identical, patch {patch_ok} identical");
+    println!(
+        "{checked} commits: rawdiff {raw_ok} identical, patch {patch_ok} identical \
+         ({binary_ok} of them with binary patches), {refused} refused"
+    );
 }
 
-fn render(site: &Site, url: &str) -> Vec<u8> {
+/// Status and body of a page.
+fn render(site: &Site, url: &str) -> (u16, Vec<u8>) {
     let (path, query) = url.split_once('?').unwrap();
     let req = cgitd::http::url::parse(&site.config, path, Some(query)).expect("url");
-    pages::render(site, &req).body.bytes().to_vec()
+    let page = pages::render(site, &req);
+    (page.status, page.body.bytes().to_vec())
 }
