@@ -88,6 +88,21 @@ fn limit_malloc_arenas() {
     }
 }
 
+/// Every few seconds hands the heap's free pages back to the system: after a burst of large
+/// diffs glibc would otherwise keep them, and the resident size would stay at the burst's peak.
+fn spawn_heap_trimmer() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    std::thread::spawn(|| {
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(5));
+            // SAFETY: malloc_trim only walks and releases glibc's own free lists.
+            unsafe {
+                libc::malloc_trim(0);
+            }
+        }
+    });
+}
+
 /// Loads the configuration named by `--config`, else `$CGIT_CONFIG`, else the embedded default.
 fn load_config(arg: &ConfigArg) -> Result<(Config, Option<PathBuf>), String> {
     let path = arg
@@ -123,6 +138,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     };
     let repos = config.repos.len();
     let source = config.source.clone();
+    spawn_heap_trimmer();
     runtime.block_on(async move {
         let listener = match tokio::net::TcpListener::bind(&args.listen).await {
             Ok(l) => l,
