@@ -405,6 +405,39 @@ mod tests {
         assert!(delta(b"", &target, usize::MAX).is_none());
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 300, ..Default::default() })]
+
+        /// Whatever the edits, a delta rebuilds its target and respects its size bound.
+        #[test]
+        fn deltas_always_apply(
+            seed in 0u32..1000,
+            len in 1usize..20_000,
+            edits in proptest::collection::vec((0usize..20_000, 0usize..300, 0u32..1000), 0..8),
+            bound in 1usize..30_000,
+        ) {
+            // Repetitive sources fill hash buckets; random ones do not.
+            let source: Vec<u8> = if seed % 2 == 0 {
+                pseudo_random(len, seed + 1)
+            } else {
+                b"abcdefghijklmnop".iter().copied().cycle().take(len).collect()
+            };
+            let mut target = source.clone();
+            for (at, n, s) in edits {
+                let at = at.min(target.len());
+                let end = (at + n).min(target.len());
+                target.splice(at..end, pseudo_random(n / 2, s + 1));
+            }
+            if let Some(d) = delta(&source, &target, usize::MAX) {
+                proptest::prop_assert_eq!(apply(&source, &d), target.clone());
+            }
+            if let Some(d) = delta(&source, &target, bound) {
+                proptest::prop_assert!(d.len() <= bound);
+                proptest::prop_assert_eq!(apply(&source, &d), target);
+            }
+        }
+    }
+
     #[test]
     fn short_inputs_work() {
         for (s, t) in [
