@@ -356,7 +356,7 @@ fn rawdiff_is_byte_identical_to_git_for_every_commit() {
 
 /// `git format-patch` as cgitd's patch page is specified: mails on stdout, no subject prefix,
 /// cgitd's default signature.
-fn format_patch(f: &Fixture, args: &[&str]) -> Vec<u8> {
+fn format_patch(work: &Path, args: &[&str]) -> Vec<u8> {
     let signature = format!("--signature=cgitd {}", env!("CARGO_PKG_VERSION"));
     let mut all = vec![
         "format-patch",
@@ -366,7 +366,7 @@ fn format_patch(f: &Fixture, args: &[&str]) -> Vec<u8> {
         &signature,
     ];
     all.extend_from_slice(args);
-    git_bytes(&f.work, &all)
+    git_bytes(work, &all)
 }
 
 #[test]
@@ -376,8 +376,8 @@ fn patch_is_byte_identical_to_git_format_patch_for_every_commit() {
     let mut binary_forms = std::collections::BTreeSet::new();
     for (id, parents) in all_commits(&f) {
         let expected = match parents.first() {
-            Some(p) => format_patch(&f, &[&format!("{p}..{id}")]),
-            None => format_patch(&f, &["--root", "-1", &id]),
+            Some(p) => format_patch(&f.work, &[&format!("{p}..{id}")]),
+            None => format_patch(&f.work, &["--root", "-1", &id]),
         };
         let r = server.get(&format!("/r/patch/?id={id}"));
         assert_eq!(r.status, 200);
@@ -409,7 +409,7 @@ fn patch_is_byte_identical_to_git_format_patch_for_every_commit() {
     );
     // a range: oldest first, merges left out
     let (old, new) = (f.rev("main~3"), f.rev("main"));
-    let expected = format_patch(&f, &[&format!("{old}..{new}")]);
+    let expected = format_patch(&f.work, &[&format!("{old}..{new}")]);
     let r = server.get(&format!("/r/patch/?id={new}&id2={old}"));
     assert_eq!(
         String::from_utf8_lossy(&r.body),
@@ -418,12 +418,38 @@ fn patch_is_byte_identical_to_git_format_patch_for_every_commit() {
 }
 
 #[test]
+fn binary_patches_follow_the_repositorys_zlib_level() {
+    let dir = TempDir::new("zlib-level");
+    let work = dir.path().join("work");
+    init_repo(&work);
+    write(&work, "data.bin", pseudo_random(40_000, 11));
+    commit_all(&work, "Add data", "2024-02-01T10:00:00+00:00");
+    write(&work, "data.bin", pseudo_random(30_000, 12));
+    let id = commit_all(&work, "Replace data", "2024-02-01T11:00:00+00:00");
+    let rc = dir.path().join("cgitrc");
+    std::fs::write(
+        &rc,
+        format!("repo.url=r\nrepo.path={}\n", work.join(".git").display()),
+    )
+    .unwrap();
+    for level in ["9", "-1", "0"] {
+        git(&work, &["config", "core.compression", level]);
+        let expected = format_patch(&work, &[&format!("{id}~1..{id}")]);
+        assert!(expected.windows(16).any(|w| w == b"GIT binary patch"));
+        // a fresh server reads the repository's configuration anew
+        let server = Server::start(&rc);
+        let r = server.get(&format!("/r/patch/?id={id}"));
+        assert_eq!(r.body, expected, "core.compression={level}");
+    }
+}
+
+#[test]
 fn path_limited_patch_and_rawdiff_match_git() {
     let f = build();
     let server = Server::start(&f.rc);
     let (old, new) = (f.rev("main~8"), f.rev("main"));
     for path in ["main.c", "dir", "nonl.txt"] {
-        let expected = format_patch(&f, &[&format!("{old}..{new}"), "--", path]);
+        let expected = format_patch(&f.work, &[&format!("{old}..{new}"), "--", path]);
         // cgit's patches say which path they are limited to after the diffstat.
         let expected = String::from_utf8(expected).unwrap().replace(
             "\n\ndiff --git ",
