@@ -61,7 +61,13 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     };
     let filter = ctx.state.config.opts.about_filter.as_deref();
     let body = About {
-        html: render_readme(filter, &repo_env(ctx), &name, &data, &*rewrite),
+        html: render_readme(
+            filter,
+            &super::filter::repo_env(ctx),
+            &name,
+            &data,
+            &*rewrite,
+        ),
     };
     let frame = Frame::repo(ctx, "about");
     Ok(Response::html(frame::wrap(ctx.site, &frame, &body)))
@@ -175,17 +181,4 @@ fn with_slash(target: &str) -> String {
         Some((path, query)) => format!("{path}/?{query}"),
         None => format!("{target}/"),
     }
-}
-
-/// The `CGIT_REPO_*` variables cgit gives filters.
-fn repo_env(ctx: &RepoCtx<'_>) -> Vec<(&'static str, String)> {
-    let cfg = &ctx.state.config;
-    vec![
-        ("CGIT_REPO_URL", cfg.url.clone()),
-        ("CGIT_REPO_NAME", cfg.name.clone()),
-        ("CGIT_REPO_PATH", cfg.path.display().to_string()),
-        ("CGIT_REPO_OWNER", cfg.owner.clone()),
-        ("CGIT_REPO_DEFBRANCH", ctx.defbranch.clone()),
-        ("CGIT_REPO_SECTION", cfg.opts.section.clone()),
-    ]
 }

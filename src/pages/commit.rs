@@ -3,7 +3,7 @@
 use super::diffargs::{self, Panel};
 use super::frame::{self, Frame};
 use super::shared::{self, DecoLink};
-use super::{PageError, RepoCtx, Response, esi, format};
+use super::{PageError, RepoCtx, Response, esi, filter, format};
 use crate::git::{self, CommitInfo};
 use crate::repos::Person;
 use askama::Template;
@@ -18,6 +18,7 @@ pub struct ParentRow {
 #[template(path = "commit.html")]
 struct Commit {
     panel: Panel,
+    /// Author and committer are HTML (escaped, or an email-filter's output).
     author: String,
     author_date: String,
     committer: String,
@@ -30,6 +31,7 @@ struct Commit {
     path_link: Option<(String, String)>,
     parents: Vec<ParentRow>,
     downloads: Vec<(String, String)>,
+    /// Subject, body and notes are HTML (escaped, or a commit-filter's output).
     subject: String,
     decorations: Vec<DecoLink>,
     body: String,
@@ -37,12 +39,17 @@ struct Commit {
     diff_body: std::sync::Arc<str>,
 }
 
-fn person(ctx: &RepoCtx<'_>, p: &Person) -> String {
-    if ctx.site.config.globals.noplainemail {
+/// A person as HTML, through the email-filter when configured (arguments: the email in angle
+/// brackets and the page, as cgit gives them).
+fn person(ctx: &RepoCtx<'_>, p: &Person, env: &[(&str, String)]) -> String {
+    let text = if ctx.site.config.globals.noplainemail {
         p.name.clone()
     } else {
         format!("{} <{}>", p.name, p.email)
-    }
+    };
+    let email = format!("<{}>", p.email);
+    let filter = ctx.state.config.opts.email_filter.as_deref();
+    filter::filtered_text(filter, &[&email, "commit"], env, &text)
 }
 
 pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
@@ -62,11 +69,14 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let l = ctx.links();
     let head = Some(ctx.head.as_str());
     let hex = id.to_string();
+    let env = filter::repo_env(ctx);
+    let commit_filter = ctx.state.config.opts.commit_filter.as_deref();
+    let message = |text: &str| filter::filtered_text(commit_filter, &[], &env, text);
     let body = Commit {
         panel: diffargs::panel(ctx, &opts),
-        author: person(ctx, &commit.author),
+        author: person(ctx, &commit.author, &env),
         author_date: format::iso_date(commit.author.time),
-        committer: person(ctx, &commit.committer),
+        committer: person(ctx, &commit.committer, &env),
         committer_date: format::iso_date(commit.committer.time),
         commit_href: l.page("commit", path, head, &[("id", &hex)]),
         patch_href: l.page("patch", path, None, &[("id", &hex)]),
@@ -84,13 +94,14 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         } else {
             Vec::new()
         },
-        subject: commit.subject.clone(),
+        subject: message(&commit.subject),
         decorations: shared::decorations(ctx, &id),
-        body: commit.body().to_string(),
+        body: message(commit.body()),
         notes: ctx
             .refs
             .notes_commit()
-            .and_then(|notes| git::notes::note(ctx.repo, notes, id)),
+            .and_then(|notes| git::notes::note(ctx.repo, notes, id))
+            .map(|note| message(&note)),
         diff_body,
         hex,
     };

@@ -1,6 +1,8 @@
 //! cgit's exec filters: run the configured program (no shell) with arguments, feed it input on
 //! stdin, take its stdout — with a time limit and an output cap.
 
+use super::RepoCtx;
+use super::html::escape;
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -20,6 +22,41 @@ pub fn exec_program(spec: &str) -> Option<&str> {
         return None;
     }
     Some(spec)
+}
+
+/// The `CGIT_REPO_*` variables cgit gives filters.
+pub fn repo_env(ctx: &RepoCtx<'_>) -> Vec<(&'static str, String)> {
+    let cfg = &ctx.state.config;
+    vec![
+        ("CGIT_REPO_URL", cfg.url.clone()),
+        ("CGIT_REPO_NAME", cfg.name.clone()),
+        ("CGIT_REPO_PATH", cfg.path.display().to_string()),
+        ("CGIT_REPO_OWNER", cfg.owner.clone()),
+        ("CGIT_REPO_DEFBRANCH", ctx.defbranch.clone()),
+        ("CGIT_REPO_SECTION", cfg.opts.section.clone()),
+    ]
+}
+
+/// `text` as HTML: escaped, then through `filter` when one is configured — cgit gives its
+/// commit, email and owner filters the escaped text and includes their output as it is. A
+/// filter that fails leaves the escaped text (and a warning).
+pub fn filtered_text(
+    filter: Option<&str>,
+    args: &[&str],
+    env: &[(&str, String)],
+    text: &str,
+) -> String {
+    let escaped = escape(text);
+    let Some(program) = filter.and_then(exec_program) else {
+        return escaped;
+    };
+    match run(program, args, env, escaped.as_bytes()) {
+        Ok(out) => String::from_utf8_lossy(&out).into_owned(),
+        Err(e) => {
+            tracing::warn!("{e}");
+            escaped
+        }
+    }
 }
 
 /// Runs `program args` with `env`, writes `input` to it and returns its output, or why not.
