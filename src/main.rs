@@ -103,14 +103,21 @@ fn spawn_heap_trimmer() {
     });
 }
 
-/// Loads the configuration named by `--config`, else `$CGIT_CONFIG`, else the embedded default.
+/// Loads the configuration named by `--config`, else `$CGIT_CONFIG`, else the embedded default;
+/// one that must not be served is an error.
 fn load_config(arg: &ConfigArg) -> Result<(Config, Option<PathBuf>), String> {
     let path = arg
         .config
         .clone()
         .or_else(|| std::env::var_os("CGIT_CONFIG").map(PathBuf::from));
     match path {
-        Some(path) => Ok((Config::load(&path)?, Some(path))),
+        Some(path) => {
+            let config = Config::load(&path)?;
+            match config.refusal() {
+                Some(why) => Err(why),
+                None => Ok((config, Some(path))),
+            }
+        }
         None => {
             let cwd = std::env::current_dir().map_err(|e| format!("current directory: {e}"))?;
             Ok((Config::embedded_default(&cwd), None))
@@ -200,6 +207,10 @@ fn check_config(file: &std::path::Path) -> ExitCode {
     }
     for d in &config.diagnostics {
         println!("{d}");
+    }
+    if let Some(why) = config.refusal() {
+        println!("error: {why}");
+        return ExitCode::FAILURE;
     }
     if config.has_errors() {
         ExitCode::FAILURE

@@ -88,6 +88,21 @@ fn sighup_reloads_the_configuration() {
     }
     assert!(reloaded, "the renamed repository appears after SIGHUP");
     assert_eq!(server.get("/r/").status, 404);
+    // A configuration asking for authentication cgitd cannot do keeps the old one.
+    let text = std::fs::read_to_string(&rc).unwrap();
+    let with_auth = format!(
+        "auth-filter=/usr/lib/cgit/filters/simple-authentication.lua\n{}",
+        text.replace("repo.url=renamed\n", "repo.url=again\n")
+    );
+    std::fs::write(&rc, with_auth).unwrap();
+    Command::new("kill")
+        .args(["-HUP", &server.pid().to_string()])
+        .status()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(server.get("/renamed/").status, 200);
+    assert_eq!(server.get("/again/").status, 404);
+    std::fs::write(&rc, text).unwrap();
     // A broken file keeps the old configuration.
     std::fs::remove_file(&rc).unwrap();
     Command::new("kill")
@@ -96,4 +111,29 @@ fn sighup_reloads_the_configuration() {
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert_eq!(server.get("/renamed/").status, 200);
+}
+
+#[test]
+fn an_auth_filter_is_refused_rather_than_ignored() {
+    let (_dir, rc) = one_repo_site("auth");
+    let text = std::fs::read_to_string(&rc).unwrap();
+    std::fs::write(&rc, format!("auth-filter=lua:/etc/cgit/auth.lua\n{text}")).unwrap();
+    let rc = rc.to_str().unwrap();
+    for args in [
+        vec!["serve", "--config", rc, "--listen", "127.0.0.1:0"],
+        vec!["render", "--config", rc, "/r/"],
+        vec!["check-config", rc],
+    ] {
+        let out = cgitd(&args);
+        assert!(!out.status.success(), "{args:?} must fail");
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            said.contains("auth-filter=lua:/etc/cgit/auth.lua is set"),
+            "{said}"
+        );
+    }
 }

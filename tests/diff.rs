@@ -443,69 +443,6 @@ fn binary_patches_follow_the_repositorys_zlib_level() {
     }
 }
 
-/// Writes an executable shell script.
-fn script(path: &Path, body: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::write(path, format!("#!/bin/sh\n{body}")).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
-#[test]
-fn commit_page_runs_commit_and_email_filters() {
-    let dir = TempDir::new("filters");
-    let work = dir.path().join("work");
-    init_repo(&work);
-    write(&work, "a.txt", "a\n");
-    let id = commit_all(
-        &work,
-        "Fix <b>bold</b> & more\n\nBody mentions bug #42.",
-        "2024-03-01T10:00:00+00:00",
-    );
-    git(&work, &["notes", "add", "-m", "Note #7", &id]);
-    let commit_filter = dir.path().join("commit-filter.sh");
-    script(
-        &commit_filter,
-        "printf '[%s]' \"$CGIT_REPO_URL\"\nsed 's|#\\([0-9]*\\)|<a href=\"/bugs/\\1\">#\\1</a>|g'\n",
-    );
-    let email_filter = dir.path().join("email-filter.sh");
-    script(&email_filter, "printf '{%s %s}' \"$1\" \"$2\"\ncat\n");
-    let rc = dir.path().join("cgitrc");
-    std::fs::write(
-        &rc,
-        format!(
-            "commit-filter=exec:{}\nemail-filter={}\nrepo.url=r\nrepo.path={}\n",
-            commit_filter.display(),
-            email_filter.display(),
-            work.join(".git").display()
-        ),
-    )
-    .unwrap();
-    let server = Server::start(&rc);
-    let html = server.get(&format!("/r/commit/?id={id}")).text();
-    // filters get the escaped text and their output is taken as HTML
-    assert!(
-        html.contains("<div class='commit-subject'>[r]Fix &lt;b&gt;bold&lt;/b&gt; &amp; more"),
-        "{html}"
-    );
-    assert!(
-        html.contains("<div class='commit-msg'>[r]Body mentions bug <a href=\"/bugs/42\">#42</a>")
-    );
-    assert!(html.contains("<div class='notes'>[r]Note <a href=\"/bugs/7\">#7</a>"));
-    assert!(html.contains(
-        "<th>author</th><td>{<author@example.com> commit}A U Thor &lt;author@example.com&gt;</td>"
-    ));
-    // without filters the same text is escaped
-    std::fs::write(
-        &rc,
-        format!("repo.url=r\nrepo.path={}\n", work.join(".git").display()),
-    )
-    .unwrap();
-    let server = Server::start(&rc);
-    let html = server.get(&format!("/r/commit/?id={id}")).text();
-    assert!(html.contains("<div class='commit-subject'>Fix &lt;b&gt;bold&lt;/b&gt; &amp; more"));
-    assert!(html.contains("<div class='commit-msg'>Body mentions bug #42.\n</div>"));
-}
-
 #[test]
 fn path_limited_patch_and_rawdiff_match_git() {
     let f = build();

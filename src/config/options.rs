@@ -61,6 +61,21 @@ pub struct RepoDefaults {
     pub owner_filter: Option<String>,
 }
 
+impl RepoDefaults {
+    /// The filter specs that are set.
+    pub fn filters(&self) -> impl Iterator<Item = &str> {
+        [
+            &self.about_filter,
+            &self.commit_filter,
+            &self.source_filter,
+            &self.email_filter,
+            &self.owner_filter,
+        ]
+        .into_iter()
+        .filter_map(|f| f.as_deref())
+    }
+}
+
 /// One repository as configured (explicitly or by scan-path).
 #[derive(Clone, Debug, Default)]
 pub struct RepoConfig {

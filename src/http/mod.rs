@@ -58,6 +58,9 @@ impl App {
             return Ok(());
         };
         let config = Config::load(path)?;
+        if let Some(why) = config.refusal() {
+            return Err(why);
+        }
         for d in &config.diagnostics {
             tracing::warn!("{d}");
         }

@@ -39,17 +39,14 @@ struct Commit {
     diff_body: std::sync::Arc<str>,
 }
 
-/// A person as HTML, through the email-filter when configured (arguments: the email in angle
-/// brackets and the page, as cgit gives them).
-fn person(ctx: &RepoCtx<'_>, p: &Person, env: &[(&str, String)]) -> String {
+/// A person as HTML: name and email (unless `noplainemail`), through the email-filter.
+fn person(ctx: &RepoCtx<'_>, p: &Person) -> String {
     let text = if ctx.site.config.globals.noplainemail {
         p.name.clone()
     } else {
         format!("{} <{}>", p.name, p.email)
     };
-    let email = format!("<{}>", p.email);
-    let filter = ctx.state.config.opts.email_filter.as_deref();
-    filter::filtered_text(filter, &[&email, "commit"], env, &text)
+    filter::person_html(ctx, p, &text, "commit")
 }
 
 pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
@@ -74,9 +71,9 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let message = |text: &str| filter::filtered_text(commit_filter, &[], &env, text);
     let body = Commit {
         panel: diffargs::panel(ctx, &opts),
-        author: person(ctx, &commit.author, &env),
+        author: person(ctx, &commit.author),
         author_date: format::iso_date(commit.author.time),
-        committer: person(ctx, &commit.committer, &env),
+        committer: person(ctx, &commit.committer),
         committer_date: format::iso_date(commit.committer.time),
         commit_href: l.page("commit", path, head, &[("id", &hex)]),
         patch_href: l.page("patch", path, None, &[("id", &hex)]),

@@ -3,6 +3,8 @@
 
 use super::RepoCtx;
 use super::html::escape;
+use crate::config::RepoConfig;
+use crate::repos::Person;
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -26,13 +28,17 @@ pub fn exec_program(spec: &str) -> Option<&str> {
 
 /// The `CGIT_REPO_*` variables cgit gives filters.
 pub fn repo_env(ctx: &RepoCtx<'_>) -> Vec<(&'static str, String)> {
-    let cfg = &ctx.state.config;
+    config_env(&ctx.state.config, &ctx.defbranch)
+}
+
+/// The `CGIT_REPO_*` variables of a configured repository.
+pub fn config_env(cfg: &RepoConfig, defbranch: &str) -> Vec<(&'static str, String)> {
     vec![
         ("CGIT_REPO_URL", cfg.url.clone()),
         ("CGIT_REPO_NAME", cfg.name.clone()),
         ("CGIT_REPO_PATH", cfg.path.display().to_string()),
         ("CGIT_REPO_OWNER", cfg.owner.clone()),
-        ("CGIT_REPO_DEFBRANCH", ctx.defbranch.clone()),
+        ("CGIT_REPO_DEFBRANCH", defbranch.to_string()),
         ("CGIT_REPO_SECTION", cfg.opts.section.clone()),
     ]
 }
@@ -57,6 +63,16 @@ pub fn filtered_text(
             escaped
         }
     }
+}
+
+/// A person's `text` (name, perhaps with email) as HTML, through the email-filter when one is
+/// configured: its arguments are the email in angle brackets and the page, as cgit gives them.
+pub fn person_html(ctx: &RepoCtx<'_>, person: &Person, text: &str, page: &str) -> String {
+    let Some(filter) = ctx.state.config.opts.email_filter.as_deref() else {
+        return escape(text);
+    };
+    let email = format!("<{}>", person.email);
+    filtered_text(Some(filter), &[&email, page], &repo_env(ctx), text)
 }
 
 /// Runs `program args` with `env`, writes `input` to it and returns its output, or why not.

@@ -18,6 +18,8 @@ struct Row {
     desc: String,
     owner: String,
     owner_href: String,
+    /// The owner-filter's HTML for the owner, when one is configured (then there is no link).
+    owner_filtered: Option<String>,
     idle: Option<Age>,
     log_href: String,
     tree_href: String,
@@ -93,6 +95,11 @@ pub fn render(site: &Site, req: &PageRequest) -> Result<Response, PageError> {
                 desc: truncate(&r.desc, g.max_repodesc_length),
                 owner: r.owner.clone(),
                 owner_href: with_args(&base, &[("q", &r.owner)]),
+                owner_filtered: r.opts.owner_filter.as_deref().map(|filter| {
+                    let defbranch = r.defbranch.as_deref().unwrap_or_default();
+                    let env = super::filter::config_env(r, defbranch);
+                    super::filter::filtered_text(Some(filter), &[], &env, &r.owner)
+                }),
                 idle: idle.map(|t| shared::age(gix::date::Time::new(t, 0), now)),
                 log_href: format!("{href}log/"),
                 tree_href: format!("{href}tree/"),

@@ -64,6 +64,7 @@ struct Row {
     subject: String,
     commit_href: String,
     decorations: Vec<DecoLink>,
+    /// HTML (escaped, or the email-filter's output).
     author: String,
     message: Option<String>,
     counts: Option<ChangeCount>,
@@ -253,7 +254,7 @@ fn row(
             .links()
             .page("commit", path, Some(&ctx.head), &[("id", &hex)]),
         decorations,
-        author: c.author.name.clone(),
+        author: super::filter::person_html(ctx, &c.author, &c.author.name, "log"),
         message,
         counts,
         graph,

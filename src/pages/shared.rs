@@ -153,6 +153,7 @@ pub struct BranchRow {
     pub log_href: String,
     pub subject: String,
     pub commit_href: String,
+    /// HTML (escaped, or the email-filter's output).
     pub author: String,
     pub age: Age,
 }
@@ -164,7 +165,7 @@ pub fn branch_row(ctx: &RepoCtx<'_>, b: &Branch) -> BranchRow {
         log_href: l.page("log", None, Some(&b.name), &[]),
         subject: truncate_subject(&b.subject, ctx.site.config.globals.max_message_length),
         commit_href: l.page("commit", None, Some(&b.name), &[]),
-        author: b.author.name.clone(),
+        author: super::filter::person_html(ctx, &b.author, &b.author.name, "refs"),
         age: age(b.committer_time, ctx.now),
     }
 }
@@ -175,6 +176,7 @@ pub struct TagRow {
     pub tag_href: String,
     pub downloads: Vec<(String, String)>,
     pub object: Option<(String, String)>,
+    /// HTML (escaped, or the email-filter's output).
     pub author: String,
     pub age: Option<Age>,
 }
@@ -196,7 +198,7 @@ pub fn tag_row(ctx: &RepoCtx<'_>, t: &Tag) -> TagRow {
         author: t
             .author
             .as_ref()
-            .map(|a| a.name.clone())
+            .map(|a| super::filter::person_html(ctx, a, &a.name, "refs"))
             .unwrap_or_default(),
         age: t.date.map(|d| age(d, ctx.now)),
     }
@@ -208,6 +210,7 @@ pub struct LogRow {
     pub subject: String,
     pub commit_href: String,
     pub decorations: Vec<DecoLink>,
+    /// HTML (escaped, or the email-filter's output).
     pub author: String,
 }
 
@@ -220,7 +223,7 @@ pub fn log_row(ctx: &RepoCtx<'_>, c: &CommitInfo) -> LogRow {
             .links()
             .page("commit", None, Some(&ctx.head), &[("id", &hex)]),
         decorations: decorations(ctx, &c.id),
-        author: c.author.name.clone(),
+        author: super::filter::person_html(ctx, &c.author, &c.author.name, "log"),
     }
 }
 

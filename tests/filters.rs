@@ -1,0 +1,194 @@
+//! cgit's exec filters, run as cgit runs them: commit-filter (subject, message, notes),
+//! email-filter (commit, log, summary and refs), owner-filter (index), source-filter (blob
+//! view). Filters get escaped text (raw file content for source-filter) and their output is
+//! included as HTML.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+
+/// Writes an executable shell script.
+fn script(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, format!("#!/bin/sh\n{body}")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A repository with one commit (a message with markup and a bug number, a note, a C file),
+/// and the cgitrc naming it after `globals`.
+fn setup(dir: &TempDir, globals: &str) -> (PathBuf, String) {
+    let work = dir.path().join("work");
+    init_repo(&work);
+    write(&work, "src/main.c", "int main(void) { return 1 < 2; }\n");
+    let id = commit_all(
+        &work,
+        "Fix <b>bold</b> & more\n\nBody mentions bug #42.",
+        "2024-03-01T10:00:00+00:00",
+    );
+    git(&work, &["notes", "add", "-m", "Note #7", &id]);
+    let rc = dir.path().join("cgitrc");
+    std::fs::write(
+        &rc,
+        format!(
+            "{globals}enable-index-owner=1\nrepo.url=r\nrepo.owner=Jane <jane@example.com>\nrepo.path={}\n",
+            work.join(".git").display()
+        ),
+    )
+    .unwrap();
+    (rc, id)
+}
+
+#[test]
+fn commit_filter_and_email_filter_on_the_commit_page() {
+    let dir = TempDir::new("filters");
+    let commit_filter = dir.path().join("commit-filter.sh");
+    script(
+        &commit_filter,
+        "printf '[%s]' \"$CGIT_REPO_URL\"\nsed 's|#\\([0-9]*\\)|<a href=\"/bugs/\\1\">#\\1</a>|g'\n",
+    );
+    let email_filter = dir.path().join("email-filter.sh");
+    script(&email_filter, "printf '{%s %s}' \"$1\" \"$2\"\ncat\n");
+    let globals = format!(
+        "commit-filter=exec:{}\nemail-filter={}\n",
+        commit_filter.display(),
+        email_filter.display()
+    );
+    let (rc, id) = setup(&dir, &globals);
+    let server = Server::start(&rc);
+    let html = server.get(&format!("/r/commit/?id={id}")).text();
+    // filters get the escaped text and their output is taken as HTML
+    assert!(
+        html.contains("<div class='commit-subject'>[r]Fix &lt;b&gt;bold&lt;/b&gt; &amp; more"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<div class='commit-msg'>[r]Body mentions bug <a href=\"/bugs/42\">#42</a>")
+    );
+    assert!(html.contains("<div class='notes'>[r]Note <a href=\"/bugs/7\">#7</a>"));
+    assert!(html.contains(
+        "<th>author</th><td>{<author@example.com> commit}A U Thor &lt;author@example.com&gt;</td>"
+    ));
+    // the log, summary and refs pages run the email filter on author names
+    let log = server.get("/r/log/").text();
+    assert!(
+        log.contains("<td>{<author@example.com> log}A U Thor</td>"),
+        "{log}"
+    );
+    let summary = server.get("/r/").text();
+    assert!(summary.contains("<td>{<author@example.com> log}A U Thor</td>"));
+    assert!(summary.contains("<td>{<author@example.com> refs}A U Thor</td>"));
+}
+
+#[test]
+fn without_filters_the_same_text_is_escaped() {
+    let dir = TempDir::new("no-filters");
+    let (rc, id) = setup(&dir, "");
+    let server = Server::start(&rc);
+    let html = server.get(&format!("/r/commit/?id={id}")).text();
+    assert!(html.contains("<div class='commit-subject'>Fix &lt;b&gt;bold&lt;/b&gt; &amp; more"));
+    assert!(html.contains("<div class='commit-msg'>Body mentions bug #42.\n</div>"));
+    let blob = server.get("/r/tree/src/main.c").text();
+    assert!(blob.contains("<code>int main(void) { return 1 &lt; 2; }\n</code>"));
+    let index = server.get("/").text();
+    assert!(
+        index.contains(
+            "<td><a href='/?q=Jane+%3cjane@example.com%3e'>Jane &lt;jane@example.com&gt;</a></td>"
+        ),
+        "{index}"
+    );
+}
+
+#[test]
+fn source_filter_highlights_blobs_and_owner_filter_the_index() {
+    let dir = TempDir::new("source-filter");
+    let source_filter = dir.path().join("highlight.sh");
+    // a "highlighter" that names the file and escapes the raw text it is given
+    script(
+        &source_filter,
+        "printf '<span class=\"hl\">%s:%s</span>' \"$1\" \"$CGIT_REPO_NAME\"\nsed 's/&/\\&amp;/g; s/</\\&lt;/g'\n",
+    );
+    let owner_filter = dir.path().join("owner.sh");
+    script(
+        &owner_filter,
+        "printf '<a href=\"/people\">'\ncat\nprintf '</a>'\n",
+    );
+    let globals = format!(
+        "source-filter=exec:{}\nowner-filter={}\n",
+        source_filter.display(),
+        owner_filter.display()
+    );
+    let (rc, _) = setup(&dir, &globals);
+    let server = Server::start(&rc);
+    let blob = server.get("/r/tree/src/main.c").text();
+    assert!(
+        blob.contains(
+            "<td class='lines'><pre><code><span class=\"hl\">main.c:r</span>int main(void) { return 1 &lt; 2; }\n</code>"
+        ),
+        "{blob}"
+    );
+    let index = server.get("/").text();
+    assert!(
+        index.contains("<td><a href=\"/people\">Jane &lt;jane@example.com&gt;</a></td>"),
+        "{index}"
+    );
+}
+
+/// The part of `html` from `start` up to (not including) the next `end`.
+fn between<'a>(html: &'a str, start: &str, end: &str) -> &'a str {
+    let s = html
+        .find(start)
+        .unwrap_or_else(|| panic!("{start} missing in {html}"));
+    let e = html[s + start.len()..]
+        .find(end)
+        .map_or(html.len(), |e| s + start.len() + e);
+    &html[s..e]
+}
+
+#[test]
+fn filtered_output_is_placed_as_cgit_places_it() {
+    let dir = TempDir::new("filters-cgit");
+    let filter = dir.path().join("mark.sh");
+    script(&filter, "printf '<i>%s|%s</i>' \"$1\" \"$2\"\ncat\n");
+    let f = filter.display();
+    let globals =
+        format!("commit-filter={f}\nemail-filter={f}\nsource-filter={f}\nowner-filter={f}\n");
+    let (rc, id) = setup(&dir, &globals);
+    let server = Server::start(&rc);
+    let pieces = [
+        (
+            format!("/r/commit/?id={id}"),
+            "<div class='commit-subject'>",
+            "<span",
+        ),
+        (
+            format!("/r/commit/?id={id}"),
+            "<div class='commit-msg'>",
+            "</div>",
+        ),
+        (
+            format!("/r/commit/?id={id}"),
+            "<div class='notes'>",
+            "</div>",
+        ),
+        (format!("/r/commit/?id={id}"), "<th>author</th>", "</tr>"),
+        (
+            "/r/tree/src/main.c".to_string(),
+            "<td class='lines'>",
+            "</table>",
+        ),
+        ("/r/log/".to_string(), "<a class='deco'", "</tr>"),
+        ("/".to_string(), "[no description]</a></td>", "</td><td"),
+    ];
+    for (url, start, end) in pieces {
+        let Some(theirs) = cgit(&rc, &url) else {
+            return;
+        };
+        let ours = server.get(&url).text();
+        assert_eq!(
+            between(&ours, start, end),
+            between(&theirs, start, end),
+            "{url}"
+        );
+    }
+}
