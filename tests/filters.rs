@@ -1,6 +1,6 @@
 //! cgit's exec filters, run as cgit runs them: commit-filter (subject, message, notes),
-//! email-filter (commit, log, summary and refs), owner-filter (index), source-filter (blob
-//! view). Filters get escaped text (raw file content for source-filter) and their output is
+//! email-filter (commit, log, summary, refs, tag), owner-filter (index, page header),
+//! source-filter (blob view, blame). Filters get escaped text (raw file content for source-filter) and their output is
 //! included as HTML.
 
 mod common;
@@ -27,11 +27,12 @@ fn setup(dir: &TempDir, globals: &str) -> (PathBuf, String) {
         "2024-03-01T10:00:00+00:00",
     );
     git(&work, &["notes", "add", "-m", "Note #7", &id]);
+    git(&work, &["tag", "-a", "v1", "-m", "Release"]);
     let rc = dir.path().join("cgitrc");
     std::fs::write(
         &rc,
         format!(
-            "{globals}enable-index-owner=1\nrepo.url=r\nrepo.owner=Jane <jane@example.com>\nrepo.path={}\n",
+            "{globals}enable-index-owner=1\nenable-blame=1\nrepo.url=r\nrepo.owner=Jane <jane@example.com>\nrepo.path={}\n",
             work.join(".git").display()
         ),
     )
@@ -179,6 +180,9 @@ fn filtered_output_is_placed_as_cgit_places_it() {
         ),
         ("/r/log/".to_string(), "<a class='deco'", "</tr>"),
         ("/".to_string(), "[no description]</a></td>", "</td><td"),
+        ("/r/".to_string(), "<td class='sub right'>", "</table>"),
+        ("/r/tag/?h=v1".to_string(), "<td>tagged by</td>", "</tr>"),
+        ("/r/blame/src/main.c".to_string(), "<pre><code>", "</table>"),
     ];
     for (url, start, end) in pieces {
         let Some(theirs) = cgit(&rc, &url) else {

@@ -39,7 +39,8 @@ struct GroupView {
 enum BlameBody {
     Lines {
         groups: Vec<GroupView>,
-        text: String,
+        /// The text escaped, or the source-filter's output.
+        html: String,
     },
     Binary,
     TooLarge(String),
@@ -109,7 +110,7 @@ fn body(
     let groups = cached_blame(ctx, commit, path)?;
     Ok(BlameBody::Lines {
         groups: group_views(ctx, &groups, &data, path)?,
-        text: data.to_str_lossy().into_owned(),
+        html: super::filter::source_html(ctx, path, &data),
     })
 }
 

@@ -75,6 +75,21 @@ pub fn person_html(ctx: &RepoCtx<'_>, person: &Person, text: &str, page: &str) -
     filtered_text(Some(filter), &[&email, page], &repo_env(ctx), text)
 }
 
+/// A file's text as HTML: through the source-filter when one is configured (it gets the raw
+/// text and the file's name, as cgit runs it, e.g. for syntax highlighting), else escaped.
+pub fn source_html(ctx: &RepoCtx<'_>, path: &[u8], text: &[u8]) -> String {
+    let filter = ctx.state.config.opts.source_filter.as_deref();
+    if let Some(program) = filter.and_then(exec_program) {
+        let name = path.rsplit(|&b| b == b'/').next().unwrap_or_default();
+        let name = String::from_utf8_lossy(name);
+        match run(program, &[&name], &repo_env(ctx), text) {
+            Ok(out) => return String::from_utf8_lossy(&out).into_owned(),
+            Err(e) => tracing::warn!("source-filter: {e}"),
+        }
+    }
+    escape(&String::from_utf8_lossy(text))
+}
+
 /// Runs `program args` with `env`, writes `input` to it and returns its output, or why not.
 pub fn run(
     program: &str,

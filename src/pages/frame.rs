@@ -20,6 +20,7 @@ pub struct RepoHeader {
     pub branches: Vec<String>,
     pub head: String,
     pub switch_action: String,
+    /// HTML (escaped, or the owner-filter's output).
     pub owner: String,
 }
 
@@ -170,7 +171,12 @@ impl<'a> Frame<'a> {
                 branches,
                 head: ctx.head.clone(),
                 switch_action: l.summary(),
-                owner: cfg.owner.clone(),
+                owner: super::filter::filtered_text(
+                    cfg.opts.owner_filter.as_deref(),
+                    &[],
+                    &super::filter::repo_env(ctx),
+                    &cfg.owner,
+                ),
             }),
             sub: cfg.desc.clone(),
             tabs,

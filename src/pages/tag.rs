@@ -14,6 +14,7 @@ struct TagView {
     name: String,
     tag_id: Option<String>,
     date: Option<String>,
+    /// HTML (escaped, or the email-filter's output).
     tagger: Option<String>,
     object: (String, String),
     downloads: Vec<(String, String)>,
@@ -61,11 +62,12 @@ fn annotate(ctx: &RepoCtx<'_>, tag: &Tag, view: &mut TagView) -> Result<(), Page
         if person.time.seconds != 0 {
             view.date = Some(super::format::iso_date(person.time));
         }
-        view.tagger = Some(if ctx.site.config.globals.noplainemail {
-            person.name
+        let text = if ctx.site.config.globals.noplainemail {
+            person.name.clone()
         } else {
             format!("{} <{}>", person.name, person.email)
-        });
+        };
+        view.tagger = Some(super::filter::person_html(ctx, &person, &text, "tag"));
     }
     view.object = shared::object_link(ctx, &decoded.target(), decoded.target_kind);
     let message = decoded.message.to_str_lossy();

@@ -407,28 +407,9 @@ fn blob_view(
         + usize::from(shown.last().is_some_and(|b| *b != b'\n'));
     view.body = BlobBody::Text {
         line_numbers: g.enable_tree_linenumbers.then_some(lines),
-        html: source_html(ctx, path.as_bstr(), shown),
+        html: super::filter::source_html(ctx, path, shown),
     };
     Ok(view)
-}
-
-/// A file's text as HTML: through the source-filter when one is configured (it gets the raw
-/// text and the file's name, as cgit runs it, e.g. for syntax highlighting), else escaped.
-fn source_html(ctx: &RepoCtx<'_>, path: &BStr, text: &[u8]) -> String {
-    let filter = ctx.state.config.opts.source_filter.as_deref();
-    if let Some(program) = filter.and_then(super::filter::exec_program) {
-        let name = path
-            .rsplit_str("/")
-            .next()
-            .unwrap_or_default()
-            .to_str_lossy();
-        let env = super::filter::repo_env(ctx);
-        match super::filter::run(program, &[&name], &env, text) {
-            Ok(out) => return String::from_utf8_lossy(&out).into_owned(),
-            Err(e) => tracing::warn!("source-filter: {e}"),
-        }
-    }
-    super::html::escape(&text.to_str_lossy())
 }
 
 /// Where to cut a text for display: after at most `MAX_LINES_SHOWN` lines and
