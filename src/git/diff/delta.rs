@@ -87,19 +87,7 @@ impl Index {
         }
         let buckets = 1usize << bits;
         let mask = (buckets - 1) as u32;
-        // From the end backwards; a run of equal blocks keeps only its lowest one.
-        let mut found: Vec<Block> = Vec::with_capacity(count);
-        for start in (0..count).rev().map(|i| i * WINDOW) {
-            let end = start + WINDOW;
-            let fp = fingerprint(&source[start + 1..=end]);
-            match found.last_mut() {
-                Some(last) if last.fingerprint == fp => last.end = end,
-                _ => found.push(Block {
-                    fingerprint: fp,
-                    end,
-                }),
-            }
-        }
+        let found = source_blocks(source, count);
         // Group by bucket, lowest offsets first within each (a counting sort).
         let mut starts = vec![0; buckets + 1];
         for block in &found {
@@ -134,6 +122,24 @@ impl Index {
         let b = (fingerprint & self.mask) as usize;
         &self.blocks[self.starts[b]..self.starts[b + 1]]
     }
+}
+
+/// The first `count` blocks of the source, from the end backwards; of a run of blocks with
+/// the same fingerprint only the lowest is kept.
+fn source_blocks(source: &[u8], count: usize) -> Vec<Block> {
+    let mut found: Vec<Block> = Vec::with_capacity(count);
+    for start in (0..count).rev().map(|i| i * WINDOW) {
+        let end = start + WINDOW;
+        let fp = fingerprint(&source[start + 1..=end]);
+        match found.last_mut() {
+            Some(last) if last.fingerprint == fp => last.end = end,
+            _ => found.push(Block {
+                fingerprint: fp,
+                end,
+            }),
+        }
+    }
+    found
 }
 
 /// Appends the blocks of a bucket to `kept`; of an overfull one only `BUCKET_LIMIT`, the
