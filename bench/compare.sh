@@ -115,3 +115,5 @@ c=$(rps -s "$STATE/crawl.lua" "http://127.0.0.1:$CGIT_PORT/"); d=$(rps -s "$STAT
 printf '| %-22s | %10s | %10s | %7s |\n' "crawler (distinct ids)" "$c" "$d" "$(ratio "$d" "$c")"
 echo
 grep -E 'VmRSS|RssAnon|RssFile' /proc/$CGITD_PID/status | tr -s ' \t' ' ' | sed 's/^/cgitd after the run: /'
+sleep 10
+grep -E 'RssAnon' /proc/$CGITD_PID/status | tr -s ' \t' ' ' | sed 's/^/cgitd 10 s later (idle): /'
