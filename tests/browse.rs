@@ -270,6 +270,25 @@ fn log_search_and_ranges() {
         grep.contains("qt=grep&amp;q=SIDE&amp;ofs=4"),
         "pager keeps the search"
     );
+    // patterns are git's basic regular expressions, as cgit hands them to git
+    for (pattern, finds) in [
+        ("^side adds [gh]$", true),
+        ("merge.*(ours)", true),
+        ("s[a-z]de\\|rename", true),
+        ("change+", false),
+    ] {
+        let url = format!("/r/log/?qt=grep&q={}", url_encode(pattern));
+        let expected: Vec<String> = git(
+            &site.work,
+            &["log", "-i", &format!("--grep={pattern}"), "--format=%H"],
+        )
+        .lines()
+        .map(str::to_string)
+        .collect();
+        let ids = commit_ids_in(&server.get(&url).text());
+        assert_eq!(!ids.is_empty(), finds, "{pattern}");
+        assert_eq!(ids, expected[..ids.len()].to_vec(), "{pattern}");
+    }
     let author = server.get("/r/log/?qt=author&q=thor").text();
     assert_eq!(commit_ids_in(&author).len(), 4);
     assert!(commit_ids_in(&server.get("/r/log/?qt=committer&q=nobody").text()).is_empty());
@@ -844,4 +863,15 @@ fn huge_trees_and_blobs_are_cut_with_a_note() {
     assert!(!text.contains("id='n20001'"));
     let plain = server.get(&format!("/r/plain/zz-big.txt?id={}", commit.trim()));
     assert_eq!(plain.body.len(), 3_400_000, "plain serves the whole file");
+}
+
+/// Percent-encodes a query value.
+fn url_encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }

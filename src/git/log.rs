@@ -82,26 +82,126 @@ pub enum Order {
     Topo,
 }
 
-/// A message or identity search (cgit's `qt=grep|author|committer`), case-insensitive.
+/// What a search looks at (cgit's `qt=grep|author|committer`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    /// Any line of the message.
+    Message,
+    /// `Name <email>` of the author.
+    Author,
+    /// `Name <email>` of the committer.
+    Committer,
+}
+
+/// A search as cgit asks git for it (`--grep`/`--author`/`--committer` with
+/// `--regexp-ignore-case`): a POSIX basic regular expression, case-insensitive, `^` and `$`
+/// anchoring lines. A pattern the regex engine cannot take (back-references) is searched for
+/// as plain text.
 #[derive(Clone, Debug)]
-pub enum Filter {
-    Grep(String),
-    Author(String),
-    Committer(String),
+pub struct Filter {
+    field: Field,
+    pattern: regex::Regex,
 }
 
 impl Filter {
+    pub fn new(field: Field, pattern: &str) -> Filter {
+        let build = |p: &str| {
+            regex::RegexBuilder::new(p)
+                .case_insensitive(true)
+                .multi_line(true)
+                .build()
+        };
+        let pattern = basic_to_regex(pattern)
+            .and_then(|p| build(&p).ok())
+            .unwrap_or_else(|| build(&regex::escape(pattern)).expect("an escaped text compiles"));
+        Filter { field, pattern }
+    }
+
     fn matches(&self, c: &CommitInfo) -> bool {
-        let contains =
-            |hay: &str, needle: &str| hay.to_lowercase().contains(&needle.to_lowercase());
-        let person =
-            |p: &Person, needle: &str| contains(&format!("{} <{}>", p.name, p.email), needle);
-        match self {
-            Filter::Grep(q) => contains(&c.message, q),
-            Filter::Author(q) => person(&c.author, q),
-            Filter::Committer(q) => person(&c.committer, q),
+        let person = |p: &Person| self.pattern.is_match(&format!("{} <{}>", p.name, p.email));
+        match self.field {
+            Field::Message => self.pattern.is_match(&c.message),
+            Field::Author => person(&c.author),
+            Field::Committer => person(&c.committer),
         }
     }
+}
+
+/// A POSIX basic regular expression (with GNU's `\+ \? \|` and `\< \>`) in the `regex`
+/// crate's syntax; `None` for what it cannot express (back-references).
+fn basic_to_regex(basic: &str) -> Option<String> {
+    let mut out = String::with_capacity(basic.len() + 8);
+    let mut chars = basic.chars().peekable();
+    // Where a `*` is literal: at the start, after `^` or after an opening group.
+    let mut at_start = true;
+    while let Some(c) = chars.next() {
+        let starting = at_start;
+        at_start = false;
+        match c {
+            '\\' => match chars.next()? {
+                g @ ('(' | '|') => {
+                    out.push(g);
+                    at_start = true;
+                }
+                g @ (')' | '{' | '}' | '+' | '?') => out.push(g),
+                '<' | '>' => out.push_str("\\b"),
+                d if d.is_ascii_digit() => return None,
+                e if e.is_ascii_alphanumeric() => {
+                    out.push('\\');
+                    out.push(e);
+                }
+                other => out.push_str(&regex::escape(&other.to_string())),
+            },
+            '*' if starting => out.push_str("\\*"),
+            '^' => {
+                out.push('^');
+                at_start = true;
+            }
+            '[' => copy_bracket(&mut chars, &mut out)?,
+            '(' | ')' | '{' | '}' | '|' | '+' | '?' => {
+                out.push('\\');
+                out.push(c);
+            }
+            other => out.push(other),
+        }
+    }
+    Some(out)
+}
+
+/// Copies a bracket expression (after its `[`): a `]` right at its start is a member, and a
+/// backslash is a plain character, as POSIX has it.
+fn copy_bracket(
+    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
+    out: &mut String,
+) -> Option<()> {
+    out.push('[');
+    if chars.peek() == Some(&'^') {
+        out.push(chars.next()?);
+    }
+    let mut first = true;
+    loop {
+        let c = chars.next()?;
+        match c {
+            ']' if !first => break,
+            '[' if chars.peek() == Some(&':') => {
+                out.push('[');
+                for class_char in chars.by_ref() {
+                    out.push(class_char);
+                    if class_char == ']' {
+                        break;
+                    }
+                }
+            }
+            '\\' | '[' | ']' | '&' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            other => out.push(other),
+        }
+        first = false;
+    }
+    out.push(']');
+    Some(())
 }
 
 /// What to list.
@@ -637,9 +737,40 @@ mod tests {
             subject: "Fix Parser".into(),
             message: "Fix Parser\n\nDetails".into(),
         };
-        assert!(Filter::Grep("details".into()).matches(&c));
-        assert!(Filter::Author("LOVELACE".into()).matches(&c));
-        assert!(Filter::Author("EXAMPLE.com".into()).matches(&c));
-        assert!(!Filter::Committer("ada".into()).matches(&c));
+        assert!(Filter::new(Field::Message, "details").matches(&c));
+        assert!(Filter::new(Field::Author, "LOVELACE").matches(&c));
+        assert!(Filter::new(Field::Author, "EXAMPLE.com").matches(&c));
+        assert!(!Filter::new(Field::Committer, "ada").matches(&c));
+        // git's basic regular expressions
+        assert!(Filter::new(Field::Message, "^fix.*parser$").matches(&c));
+        assert!(Filter::new(Field::Message, "^details").matches(&c));
+        assert!(!Filter::new(Field::Message, "parser(").matches(&c));
+        assert!(Filter::new(Field::Message, "p[a-z]rs\\(er\\|ing\\)").matches(&c));
+        assert!(Filter::new(Field::Author, "\\<ada\\>").matches(&c));
+        assert!(!Filter::new(Field::Author, "\\<lace").matches(&c));
+        // what the engine cannot express is plain text
+        assert!(!Filter::new(Field::Message, "\\(a\\)\\1").matches(&c));
+    }
+
+    #[test]
+    fn basic_regular_expressions_translate() {
+        let cases = [
+            ("a+b?", Some("a\\+b\\?")),
+            ("a\\+b\\?", Some("a+b?")),
+            ("*star", Some("\\*star")),
+            ("^*", Some("^\\*")),
+            ("x*", Some("x*")),
+            ("\\(a\\|b\\)*", Some("(a|b)*")),
+            ("[]a]", Some("[\\]a]")),
+            ("[^\\]", Some("[^\\\\]")),
+            ("[[:digit:]x-z]", Some("[[:digit:]x-z]")),
+            ("a{2}", Some("a\\{2\\}")),
+            ("a\\{2\\}", Some("a{2}")),
+            ("\\(x\\)\\1", None),
+            ("[unclosed", None),
+        ];
+        for (basic, expected) in cases {
+            assert_eq!(basic_to_regex(basic).as_deref(), expected, "{basic}");
+        }
     }
 }

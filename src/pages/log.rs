@@ -6,7 +6,7 @@ use super::graph::{self, GraphRow};
 use super::shared::{self, Age, DecoLink};
 use super::{PageError, RepoCtx, Response};
 use crate::git::changes::{ChangeCount, Counter};
-use crate::git::log::{Filter, LogQuery, Order};
+use crate::git::log::{Field, Filter, LogQuery, Order};
 use crate::git::{self, CommitInfo, GitError};
 use askama::Template;
 use gix::bstr::ByteSlice;
@@ -188,9 +188,9 @@ fn build_query<'a>(
         }
     };
     let filter = match (q.qt.as_deref(), search) {
-        (Some("grep") | None, Some(s)) => Some(Filter::Grep(s.to_string())),
-        (Some("author"), Some(s)) => Some(Filter::Author(s.to_string())),
-        (Some("committer"), Some(s)) => Some(Filter::Committer(s.to_string())),
+        (Some("grep") | None, Some(s)) => Some(Filter::new(Field::Message, s)),
+        (Some("author"), Some(s)) => Some(Filter::new(Field::Author, s)),
+        (Some("committer"), Some(s)) => Some(Filter::new(Field::Committer, s)),
         (Some("range"), _) | (_, None) => None,
         (Some(other), Some(_)) => {
             return Err(PageError::BadRequest(format!(
