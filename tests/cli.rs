@@ -95,22 +95,23 @@ fn sighup_reloads_the_configuration() {
         text.replace("repo.url=renamed\n", "repo.url=again\n")
     );
     std::fs::write(&rc, with_auth).unwrap();
-    Command::new("kill")
-        .args(["-HUP", &server.pid().to_string()])
-        .status()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    hang_up_and_wait(&server);
     assert_eq!(server.get("/renamed/").status, 200);
     assert_eq!(server.get("/again/").status, 404);
     std::fs::write(&rc, text).unwrap();
     // A broken file keeps the old configuration.
     std::fs::remove_file(&rc).unwrap();
+    hang_up_and_wait(&server);
+    assert_eq!(server.get("/renamed/").status, 200);
+}
+
+/// Sends SIGHUP and gives the server time to (not) reload.
+fn hang_up_and_wait(server: &Server) {
     Command::new("kill")
         .args(["-HUP", &server.pid().to_string()])
         .status()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));
-    assert_eq!(server.get("/renamed/").status, 200);
 }
 
 #[test]
