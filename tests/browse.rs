@@ -875,3 +875,43 @@ fn url_encode(value: &str) -> String {
         })
         .collect()
 }
+
+#[test]
+fn path_logs_follow_renames_like_git() {
+    let site = build_site("enable-follow-links=1\nmax-commit-count=50\n");
+    let server = Server::start(&site.rc);
+    let plain = server.get("/r/log/src/app.rs").text();
+    assert!(plain.contains(" (<a href='/r/log/src/app.rs?follow=1'>follow</a>)"));
+    let followed = server.get("/r/log/src/app.rs?follow=1").text();
+    assert!(followed.contains(" (<a href='/r/log/src/app.rs'>unfollow</a>)"));
+    let ids = commit_ids_in(&followed);
+    let expected: Vec<String> = git(
+        &site.work,
+        &["log", "--follow", "--format=%H", "--", "src/app.rs"],
+    )
+    .lines()
+    .map(str::to_string)
+    .collect();
+    assert!(
+        expected.len() > commit_ids_in(&plain).len(),
+        "the rename is followed"
+    );
+    assert_eq!(ids, expected);
+    // the toggle sits in the path line as in cgit (whose own --follow list is not git's)
+    for url in ["/r/log/src/app.rs", "/r/log/src/app.rs?follow=1"] {
+        let path_div = |html: &str| {
+            let start = html.find("<div class='path'>").expect("path line");
+            html[start..start + html[start..].find("</div>").unwrap()].to_string()
+        };
+        if let Some(theirs) = cgit(&site.rc, url) {
+            assert_eq!(path_div(&server.get(url).text()), path_div(&theirs), "{url}");
+        }
+    }
+    // without enable-follow-links the parameter does nothing
+    let site = build_site("max-commit-count=50\n");
+    let server = Server::start(&site.rc);
+    assert_eq!(
+        commit_ids_in(&server.get("/r/log/src/app.rs?follow=1").text()),
+        commit_ids_in(&server.get("/r/log/src/app.rs").text())
+    );
+}

@@ -7,7 +7,7 @@ use crate::cache::{WalkCache, WalkIds};
 use crate::repos::bloom::BloomFilters;
 use crate::repos::{Person, subject_of};
 use gix::ObjectId;
-use gix::bstr::{BStr, ByteSlice};
+use gix::bstr::{BStr, BString, ByteSlice};
 use gix::objs::tree::EntryMode;
 use gix::revision::walk::Sorting;
 use gix::traverse::commit::simple::CommitTimeOrder;
@@ -211,6 +211,8 @@ pub struct LogQuery<'a> {
     /// Commits whose ancestry is excluded (`^rev`, `a..b`).
     pub hidden: Vec<ObjectId>,
     pub path: Option<&'a BStr>,
+    /// Follow the path across renames (`git log --follow`).
+    pub follow: bool,
     /// The commit-graph's changed-path filters, to skip tree reads in path walks.
     pub bloom: Option<Arc<BloomFilters>>,
     /// Where unfiltered walks are remembered for deeper pages.
@@ -286,8 +288,8 @@ fn cached_query(
     walks: &WalkCache,
 ) -> Result<LogPage, GitError> {
     let key = format!(
-        "{:?} {:?} {:?} {:?} {:?}",
-        q.tips, q.hidden, q.path, q.order, q.since
+        "{:?} {:?} {:?} {} {:?} {:?}",
+        q.tips, q.hidden, q.path, q.follow, q.order, q.since
     );
     let need = q.skip + q.count + 1;
     let known = walks.get(&key);
@@ -347,6 +349,7 @@ fn for_each_id(
                 Some(reachable(repo, q, budget)?)
             };
             let mut walk = PathWalk::new(repo, path, q.bloom.as_deref(), allowed, q.since);
+            walk.follow = q.follow;
             for tip in &q.tips {
                 walk.push(*tip)?;
             }
@@ -514,7 +517,9 @@ type PathEntry = Option<(ObjectId, EntryMode)>;
 /// its parents follows only that parent.
 struct PathWalk<'r> {
     repo: &'r gix::Repository,
-    path: &'r BStr,
+    /// The path looked at now (an older name after a followed rename).
+    path: BString,
+    follow: bool,
     bloom: Option<&'r BloomFilters>,
     graph: Option<gix::commitgraph::Graph>,
     allowed: Option<HashSet<ObjectId>>,
@@ -539,14 +544,15 @@ struct Queued {
 impl<'r> PathWalk<'r> {
     fn new(
         repo: &'r gix::Repository,
-        path: &'r BStr,
+        path: &BStr,
         bloom: Option<&'r BloomFilters>,
         allowed: Option<HashSet<ObjectId>>,
         since: Option<i64>,
     ) -> PathWalk<'r> {
         PathWalk {
             repo,
-            path,
+            path: path.to_owned(),
+            follow: false,
             bloom,
             graph: repo.commit_graph_if_enabled().ok().flatten(),
             allowed,
@@ -620,9 +626,13 @@ impl<'r> PathWalk<'r> {
                     }
                     let root_without_path = node.parents.is_empty() && own.is_none();
                     let same_as_outside_only = inside.is_empty() && treesame_outside;
-                    if !root_without_path && !same_as_outside_only {
-                        return Ok(Some(id));
+                    if root_without_path || same_as_outside_only {
+                        continue;
                     }
+                    if let (true, [parent]) = (self.follow, &node.parents[..]) {
+                        self.follow_rename(*parent, node.tree, own)?;
+                    }
+                    return Ok(Some(id));
                 }
             }
         }
@@ -639,8 +649,41 @@ impl<'r> PathWalk<'r> {
         allowed
             && self
                 .bloom
-                .and_then(|b| b.maybe_changed(id.as_bytes(), self.path))
+                .and_then(|b| b.maybe_changed(id.as_bytes(), self.path.as_ref()))
                 == Some(false)
+    }
+
+    /// When the path appears in a commit as a rename, goes on with its old name (as `git log
+    /// --follow` does, with git's rename detection over the whole commit).
+    fn follow_rename(
+        &mut self,
+        parent: ObjectId,
+        tree: ObjectId,
+        own: PathEntry,
+    ) -> Result<(), GitError> {
+        let parent_tree = self.node(parent)?.tree;
+        if own.is_none() || self.entry(parent, parent_tree)?.is_some() {
+            return Ok(());
+        }
+        let opts = super::diff::DiffOptions::default();
+        let limits = super::diff::Limits::PAGE;
+        let diff = super::diff::diff_trees(
+            self.repo,
+            Some(parent_tree),
+            Some(tree),
+            &opts,
+            None,
+            limits,
+        )?;
+        let renamed = diff.files.iter().find(|f| {
+            f.status == super::diff::Status::Renamed && f.new_path() == self.path.as_slice()
+        });
+        if let Some(f) = renamed {
+            self.path = f.old_path().into();
+            // entries were looked up for the newer name
+            self.entries.clear();
+        }
+        Ok(())
     }
 
     fn is_allowed(&self, id: &ObjectId) -> bool {
@@ -658,7 +701,7 @@ impl<'r> PathWalk<'r> {
         if let Some(e) = self.entries.get(&id) {
             return Ok(*e);
         }
-        let e = entry_at(self.repo, tree, self.path, &mut self.buf)?;
+        let e = entry_at(self.repo, tree, self.path.as_ref(), &mut self.buf)?;
         self.entries.insert(id, e);
         Ok(e)
     }

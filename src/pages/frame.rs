@@ -45,6 +45,8 @@ pub struct Frame<'a> {
     pub q: String,
     pub qt: String,
     pub crumbs: Vec<(String, String)>,
+    /// After the crumbs of a path log: cgit's `(follow)`/`(unfollow)` link (label, href).
+    pub follow_toggle: Option<(&'static str, String)>,
     pub version: &'static str,
 }
 
@@ -92,6 +94,7 @@ impl<'a> Frame<'a> {
             q: req.query.q.clone().unwrap_or_default(),
             qt: String::new(),
             crumbs: Vec::new(),
+            follow_toggle: None,
             version: VERSION,
         }
     }
@@ -186,6 +189,7 @@ impl<'a> Frame<'a> {
             q: ctx.req.query.q.clone().unwrap_or_default(),
             qt: ctx.req.query.qt.clone().unwrap_or_default(),
             crumbs: Vec::new(),
+            follow_toggle: None,
             version: VERSION,
         }
     }

@@ -163,7 +163,21 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     };
     let mut frame = Frame::repo(ctx, "log");
     frame.crumbs = crumbs(ctx, &args);
+    if opts.enable_follow_links && path.is_some() {
+        let toggled = LogArgs {
+            follow: !args.follow,
+            ..args.clone()
+        };
+        let label = if toggled.follow { "follow" } else { "unfollow" };
+        frame.follow_toggle = Some((label, toggled.href(ctx, path.map(|p| p.as_bytes()))));
+    }
     Ok(Response::html(frame::wrap(ctx.site, &frame, &body)))
+}
+
+/// Whether the log follows its path across renames: `follow=1` on a path, where
+/// `enable-follow-links` allows it.
+fn following(ctx: &RepoCtx<'_>) -> bool {
+    ctx.req.query.follow && ctx.req.path.is_some() && ctx.state.config.opts.enable_follow_links
 }
 
 /// The walk the request asks for; `None` for an empty repository.
@@ -209,6 +223,7 @@ fn build_query<'a>(
         tips,
         hidden,
         path: ctx.req.path.as_ref().map(|p| p.as_bstr()),
+        follow: following(ctx),
         bloom: ctx.state.bloom(),
         walks: Some(&ctx.site.walks),
         filter,
