@@ -904,7 +904,11 @@ fn path_logs_follow_renames_like_git() {
             html[start..start + html[start..].find("</div>").unwrap()].to_string()
         };
         if let Some(theirs) = cgit(&site.rc, url) {
-            assert_eq!(path_div(&server.get(url).text()), path_div(&theirs), "{url}");
+            assert_eq!(
+                path_div(&server.get(url).text()),
+                path_div(&theirs),
+                "{url}"
+            );
         }
     }
     // without enable-follow-links the parameter does nothing

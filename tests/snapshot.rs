@@ -345,3 +345,80 @@ fn crafted_names_stay_inside_one_root_directory() {
         assert!(extracted.iter().all(|n| n.starts_with(root)), "{zip_url}");
     }
 }
+
+#[test]
+fn signatures_from_notes_are_linked_and_served_like_cgit() {
+    let site = build_site();
+    let work = &site.work;
+    let signature = "-----BEGIN PGP SIGNATURE-----\n\nc2lnbmF0dXJl\n-----END PGP SIGNATURE-----\n";
+    git(
+        work,
+        &[
+            "notes",
+            "--ref=signatures/tar.gz",
+            "add",
+            "-m",
+            signature,
+            "v1.0",
+        ],
+    );
+    git(work, &["tag", "-a", "v2.0", "-m", "Version 2.0"]);
+    git(
+        work,
+        &[
+            "notes",
+            "--ref=signatures/tar",
+            "add",
+            "-m",
+            "tar sig",
+            "v2.0",
+        ],
+    );
+    let server = Server::start(&site.rc);
+    // the note is on the tag object, served as it is stored
+    let r = server.get("/only-gz/snapshot/only-gz-1.0.tar.gz.asc");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("application/pgp-signature"));
+    assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+    assert_eq!(
+        r.header("content-security-policy"),
+        Some("default-src 'none'")
+    );
+    assert_eq!(r.text(), format!("{signature}"));
+    // a signature is served even for a format the repository does not offer (as cgit does)
+    assert_eq!(
+        server.get("/only-gz/snapshot/only-gz-2.0.tar.asc").text(),
+        "tar sig\n"
+    );
+    let missing = server.get("/only-gz/snapshot/only-gz-2.0.zip.asc");
+    assert_eq!(missing.status, 404);
+    assert!(missing.text().contains("No signature for only-gz-2.0.zip"));
+    // links: the format's own signature, else the .tar one for compressed tarballs
+    for url in [
+        "/only-gz/refs/",
+        "/only-gz/tag/?h=v1.0",
+        "/only-gz/tag/?h=v2.0",
+        "/repo/refs/",
+    ] {
+        let ours = server.get(url).text();
+        let Some(theirs) = cgit(&site.rc, url) else {
+            return;
+        };
+        let sig_links = |html: &str| -> Vec<String> {
+            hrefs(html)
+                .into_iter()
+                .filter(|h| h.contains("/snapshot/"))
+                .collect()
+        };
+        assert!(
+            sig_links(&ours).iter().any(|h| h.ends_with(".asc")),
+            "{url}"
+        );
+        assert_eq!(sig_links(&ours), sig_links(&theirs), "{url}");
+    }
+    let refs = server.get("/only-gz/refs/").text();
+    assert!(refs.contains(
+        "<a href='/only-gz/snapshot/only-gz-1.0.tar.gz'>only-gz-1.0.tar.gz</a> (<a href='/only-gz/snapshot/only-gz-1.0.tar.gz.asc'>sig</a>)"
+    ), "{refs}");
+    assert!(refs.contains("(<a href='/only-gz/snapshot/only-gz-2.0.tar.asc'>sig</a>)"));
+}

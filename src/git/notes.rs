@@ -1,4 +1,5 @@
-//! Git notes of commits (`refs/notes/commits`), with or without fan-out directories.
+//! Git notes, with or without fan-out directories: `refs/notes/commits` on commit pages,
+//! `refs/notes/signatures/<format>` for snapshot signatures.
 
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
@@ -6,8 +7,20 @@ use gix::bstr::ByteSlice;
 /// The note attached to `commit` in the notes history at `notes_commit` (the tip of
 /// `refs/notes/commits`, taken from the ref snapshot), if any.
 pub fn note(repo: &gix::Repository, notes_commit: ObjectId, commit: ObjectId) -> Option<String> {
+    let blob = repo
+        .find_object(note_blob(repo, notes_commit, commit)?)
+        .ok()?;
+    Some(blob.data.to_str_lossy().into_owned())
+}
+
+/// The blob of the note attached to `object` in the notes history at `notes_commit`.
+pub fn note_blob(
+    repo: &gix::Repository,
+    notes_commit: ObjectId,
+    object: ObjectId,
+) -> Option<ObjectId> {
     let tree = repo.find_commit(notes_commit).ok()?.tree().ok()?;
-    let hex = commit.to_string();
+    let hex = object.to_string();
     for fanout in 0..=3 {
         let mut path = String::with_capacity(hex.len() + fanout);
         for level in 0..fanout {
@@ -16,8 +29,7 @@ pub fn note(repo: &gix::Repository, notes_commit: ObjectId, commit: ObjectId) ->
         }
         path.push_str(&hex[fanout * 2..]);
         if let Ok(Some(entry)) = tree.lookup_entry_by_path(&path) {
-            let blob = repo.find_object(entry.object_id()).ok()?;
-            return Some(blob.data.to_str_lossy().into_owned());
+            return Some(entry.object_id());
         }
     }
     None

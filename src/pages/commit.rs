@@ -30,7 +30,7 @@ struct Commit {
     tree_href: String,
     path_link: Option<(String, String)>,
     parents: Vec<ParentRow>,
-    downloads: Vec<(String, String)>,
+    downloads: Vec<shared::SnapshotLink>,
     /// Subject, body and notes are HTML (escaped, or a commit-filter's output).
     subject: String,
     decorations: Vec<DecoLink>,

@@ -117,8 +117,16 @@ pub fn snapshot_prefix(ctx: &RepoCtx<'_>) -> String {
     base.strip_suffix(".git").unwrap_or(base).to_string()
 }
 
-/// Snapshot links (href, file name) for a ref or commit, one per enabled format.
-pub fn snapshot_links(ctx: &RepoCtx<'_>, refname: &str) -> Vec<(String, String)> {
+/// A snapshot download: the archive, and its signature when the repository has one.
+pub struct SnapshotLink {
+    pub href: String,
+    pub file: String,
+    pub sig_href: Option<String>,
+}
+
+/// Snapshot links for a ref or commit, one per enabled format, each with its signature's link
+/// as cgit gives it (a `.tar` signature also serves the compressed tarballs).
+pub fn snapshot_links(ctx: &RepoCtx<'_>, refname: &str) -> Vec<SnapshotLink> {
     let prefix = snapshot_prefix(ctx);
     let stem = if refname.starts_with(&prefix) {
         refname.to_string()
@@ -139,12 +147,38 @@ pub fn snapshot_links(ctx: &RepoCtx<'_>, refname: &str) -> Vec<(String, String)>
         .snapshot_suffixes()
         .map(|suffix| {
             let file = format!("{stem}.{suffix}");
-            let href = ctx
-                .links()
-                .page("snapshot", Some(file.as_bytes()), None, &[]);
-            (href, file)
+            let href = |name: &str| {
+                ctx.links()
+                    .page("snapshot", Some(name.as_bytes()), None, &[])
+            };
+            let sig_file = if snapshot_signature(ctx, refname, suffix).is_some() {
+                Some(format!("{file}.asc"))
+            } else if suffix.starts_with("tar") && snapshot_signature(ctx, refname, "tar").is_some()
+            {
+                Some(format!("{stem}.tar.asc"))
+            } else {
+                None
+            };
+            SnapshotLink {
+                href: href(&file),
+                sig_href: sig_file.as_deref().map(href),
+                file,
+            }
         })
         .collect()
+}
+
+/// The blob of the signature of snapshot format `suffix` for `revision`: a note in
+/// `refs/notes/signatures/<suffix>` on the object the revision names (a tag, not its commit).
+pub fn snapshot_signature(ctx: &RepoCtx<'_>, revision: &str, suffix: &str) -> Option<ObjectId> {
+    if !ctx.refs.has_signatures() {
+        return None;
+    }
+    let tip = ctx
+        .refs
+        .notes_tip(&format!("refs/notes/signatures/{suffix}"))?;
+    let id = crate::git::rev::resolve(ctx.repo, revision).ok()?;
+    crate::git::notes::note_blob(ctx.repo, tip, id)
 }
 
 /// A branch row of summary and refs.
@@ -174,7 +208,7 @@ pub fn branch_row(ctx: &RepoCtx<'_>, b: &Branch) -> BranchRow {
 pub struct TagRow {
     pub name: String,
     pub tag_href: String,
-    pub downloads: Vec<(String, String)>,
+    pub downloads: Vec<SnapshotLink>,
     pub object: Option<(String, String)>,
     /// HTML (escaped, or the email-filter's output).
     pub author: String,

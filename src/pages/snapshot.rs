@@ -1,5 +1,6 @@
 //! snapshot: `/<repo>/snapshot/<name>.<suffix>` — an archive of a commit in any format the
-//! repository enables, the revision guessed from the file name as cgit does, streamed.
+//! repository enables, the revision guessed from the file name as cgit does, streamed; and
+//! `<name>.<suffix>.asc`, its signature from `refs/notes/signatures/<suffix>`.
 
 use super::{Body, PageError, RepoCtx, Response, shared, validators};
 use crate::config::SNAPSHOT_FORMATS;
@@ -15,15 +16,14 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         .ok_or_else(|| PageError::BadRequest("No snapshot name specified".into()))?
         .to_str_lossy()
         .into_owned();
-    let (stem, suffix, mime) = split_name(ctx, &requested)?;
+    if let Some(archive) = requested.strip_suffix(".asc") {
+        return signature(ctx, archive, &requested);
+    }
+    let (stem, suffix, mime) = split_name(ctx, &requested, true)?;
     let format = Format::from_suffix(suffix).ok_or_else(|| {
         PageError::BadRequest(format!("Unsupported snapshot format: {requested}"))
     })?;
-    let q = &ctx.req.query;
-    let (revision, root) = match q.id.as_ref().or(q.h.as_ref()) {
-        Some(rev) => (rev.clone(), shared::snapshot_prefix(ctx)),
-        None => (guess_revision(ctx, stem)?, stem.to_string()),
-    };
+    let (revision, root) = revision_and_root(ctx, stem)?;
     let id = git::rev::resolve(ctx.repo, &revision)?;
     let commit = git::rev::peel_to_commit(ctx.repo, id)
         .ok_or_else(|| PageError::BadRequest(format!("Not a commit reference: {revision}")))?;
@@ -54,16 +54,56 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     })
 }
 
-/// Splits `name` into stem, suffix and content type by the formats enabled for the repository.
+/// The signature of the archive `archive` (any format, enabled or not, as in cgit), served as
+/// `filename`.
+fn signature(ctx: &RepoCtx<'_>, archive: &str, filename: &str) -> Result<Response, PageError> {
+    let (stem, suffix, _) = split_name(ctx, archive, false)?;
+    let (revision, _) = revision_and_root(ctx, stem)?;
+    let note = shared::snapshot_signature(ctx, &revision, suffix)
+        .ok_or_else(|| PageError::NotFound(format!("No signature for {archive}")))?;
+    let etag = format!("\"{note}\"");
+    if validators::matches(ctx.req.if_none_match.as_deref(), &etag) {
+        return Ok(Response::not_modified(etag));
+    }
+    let blob = ctx
+        .repo
+        .find_object(note)
+        .map_err(|_| PageError::NotFound("Not found".into()))?;
+    Ok(Response {
+        status: 200,
+        content_type: "application/pgp-signature".into(),
+        headers: vec![
+            ("Content-Disposition", disposition(filename)),
+            ("ETag", etag),
+            ("X-Content-Type-Options", "nosniff".into()),
+            ("Content-Security-Policy", "default-src 'none'".into()),
+        ],
+        body: blob.detach().data.into(),
+    })
+}
+
+/// The revision to archive (`id`, else `h`, else guessed from the file name) and the
+/// archive's root directory.
+fn revision_and_root(ctx: &RepoCtx<'_>, stem: &str) -> Result<(String, String), PageError> {
+    let q = &ctx.req.query;
+    Ok(match q.id.as_ref().or(q.h.as_ref()) {
+        Some(rev) => (rev.clone(), shared::snapshot_prefix(ctx)),
+        None => (guess_revision(ctx, stem)?, stem.to_string()),
+    })
+}
+
+/// Splits `name` into stem, suffix and content type by the known formats (only those the
+/// repository enables when `enabled_only`).
 fn split_name<'n>(
     ctx: &RepoCtx<'_>,
     name: &'n str,
+    enabled_only: bool,
 ) -> Result<(&'n str, &'static str, &'static str), PageError> {
     let enabled = ctx.state.config.opts.snapshots;
     SNAPSHOT_FORMATS
         .iter()
         .enumerate()
-        .filter(|(bit, _)| enabled & (1 << bit) != 0)
+        .filter(|(bit, _)| !enabled_only || enabled & (1 << bit) != 0)
         .find_map(|(_, (suffix, mime))| {
             let stem = name.strip_suffix(suffix)?.strip_suffix('.')?;
             Some((stem, *suffix, *mime))

@@ -17,7 +17,7 @@ struct TagView {
     /// HTML (escaped, or the email-filter's output).
     tagger: Option<String>,
     object: (String, String),
-    downloads: Vec<(String, String)>,
+    downloads: Vec<shared::SnapshotLink>,
     message: Option<(String, String)>,
 }
 

@@ -199,8 +199,20 @@ impl RefSnapshot {
 
     /// The commit `refs/notes/commits` points to, if the repository has notes.
     pub fn notes_commit(&self) -> Option<ObjectId> {
-        let notes = self.all.iter().find(|r| r.name == "refs/notes/commits")?;
+        self.notes_tip("refs/notes/commits")
+    }
+
+    /// The commit a notes ref (e.g. `refs/notes/signatures/tar.gz`) points to.
+    pub fn notes_tip(&self, name: &str) -> Option<ObjectId> {
+        let notes = self.all.iter().find(|r| r.name == name)?;
         Some(notes.peeled.unwrap_or(notes.id))
+    }
+
+    /// Whether any snapshot signatures (`refs/notes/signatures/*`) exist.
+    pub fn has_signatures(&self) -> bool {
+        self.all
+            .iter()
+            .any(|r| r.name.starts_with("refs/notes/signatures/"))
     }
 
     pub fn tag(&self, name: &str) -> Option<&Tag> {
