@@ -204,15 +204,16 @@ impl RefSnapshot {
 
     /// The commit a notes ref (e.g. `refs/notes/signatures/tar.gz`) points to.
     pub fn notes_tip(&self, name: &str) -> Option<ObjectId> {
-        let notes = self.all.iter().find(|r| r.name == name)?;
+        let i = self.all.binary_search_by(|r| r.name.as_str().cmp(name)).ok()?;
+        let notes = &self.all[i];
         Some(notes.peeled.unwrap_or(notes.id))
     }
 
     /// Whether any snapshot signatures (`refs/notes/signatures/*`) exist.
     pub fn has_signatures(&self) -> bool {
-        self.all
-            .iter()
-            .any(|r| r.name.starts_with("refs/notes/signatures/"))
+        const PREFIX: &str = "refs/notes/signatures/";
+        let first = self.all.partition_point(|r| r.name.as_str() < PREFIX);
+        self.all.get(first).is_some_and(|r| r.name.starts_with(PREFIX))
     }
 
     pub fn tag(&self, name: &str) -> Option<&Tag> {
