@@ -204,7 +204,10 @@ impl RefSnapshot {
 
     /// The commit a notes ref (e.g. `refs/notes/signatures/tar.gz`) points to.
     pub fn notes_tip(&self, name: &str) -> Option<ObjectId> {
-        let i = self.all.binary_search_by(|r| r.name.as_str().cmp(name)).ok()?;
+        let i = self
+            .all
+            .binary_search_by(|r| r.name.as_str().cmp(name))
+            .ok()?;
         let notes = &self.all[i];
         Some(notes.peeled.unwrap_or(notes.id))
     }
@@ -213,7 +216,9 @@ impl RefSnapshot {
     pub fn has_signatures(&self) -> bool {
         const PREFIX: &str = "refs/notes/signatures/";
         let first = self.all.partition_point(|r| r.name.as_str() < PREFIX);
-        self.all.get(first).is_some_and(|r| r.name.starts_with(PREFIX))
+        self.all
+            .get(first)
+            .is_some_and(|r| r.name.starts_with(PREFIX))
     }
 
     pub fn tag(&self, name: &str) -> Option<&Tag> {
