@@ -8,7 +8,8 @@ use std::rc::Rc;
 
 pub struct Blobs<'r> {
     repo: &'r gix::Repository,
-    data: HashMap<ObjectId, Rc<[u8]>>,
+    /// Kept as read (an `Rc<[u8]>` would copy each blob once more).
+    data: HashMap<ObjectId, Rc<Vec<u8>>>,
     sizes: HashMap<ObjectId, u64>,
     spans: HashMap<ObjectId, Rc<Vec<(u32, u64)>>>,
 }
@@ -23,12 +24,12 @@ impl<'r> Blobs<'r> {
         }
     }
 
-    pub fn get(&mut self, id: ObjectId) -> Result<Rc<[u8]>, GitError> {
+    pub fn get(&mut self, id: ObjectId) -> Result<Rc<Vec<u8>>, GitError> {
         if let Some(d) = self.data.get(&id) {
             return Ok(Rc::clone(d));
         }
         let object = self.repo.find_object(id).map_err(GitError::internal)?;
-        let data: Rc<[u8]> = Rc::from(object.detach().data);
+        let data = Rc::new(object.detach().data);
         self.sizes.insert(id, data.len() as u64);
         self.data.insert(id, Rc::clone(&data));
         Ok(data)
