@@ -289,6 +289,9 @@ fn log_search_and_ranges() {
         assert_eq!(!ids.is_empty(), finds, "{pattern}");
         assert_eq!(ids, expected[..ids.len()].to_vec(), "{pattern}");
     }
+    let bad = server.get("/r/log/?qt=grep&q=%5Bunclosed");
+    assert_eq!(bad.status, 400);
+    assert!(bad.text().contains("Invalid search pattern: [unclosed"));
     let author = server.get("/r/log/?qt=author&q=thor").text();
     assert_eq!(commit_ids_in(&author).len(), 4);
     assert!(commit_ids_in(&server.get("/r/log/?qt=committer&q=nobody").text()).is_empty());

@@ -95,8 +95,7 @@ pub enum Field {
 
 /// A search as cgit asks git for it (`--grep`/`--author`/`--committer` with
 /// `--regexp-ignore-case`): a POSIX basic regular expression, case-insensitive, `^` and `$`
-/// anchoring lines. A pattern the regex engine cannot take (back-references) is searched for
-/// as plain text.
+/// anchoring lines.
 #[derive(Clone, Debug)]
 pub struct Filter {
     field: Field,
@@ -104,17 +103,18 @@ pub struct Filter {
 }
 
 impl Filter {
-    pub fn new(field: Field, pattern: &str) -> Filter {
-        let build = |p: &str| {
-            regex::RegexBuilder::new(p)
-                .case_insensitive(true)
-                .multi_line(true)
-                .build()
-        };
-        let pattern = basic_to_regex(pattern)
-            .and_then(|p| build(&p).ok())
-            .unwrap_or_else(|| build(&regex::escape(pattern)).expect("an escaped text compiles"));
-        Filter { field, pattern }
+    /// The search, or why the pattern cannot be searched for (invalid, or a back-reference,
+    /// which the regex engine does not do).
+    pub fn new(field: Field, pattern: &str) -> Result<Filter, String> {
+        let invalid = || format!("Invalid search pattern: {pattern}");
+        let translated = basic_to_regex(pattern).ok_or_else(invalid)?;
+        let pattern = regex::RegexBuilder::new(&translated)
+            .case_insensitive(true)
+            .multi_line(true)
+            .size_limit(1 << 20)
+            .build()
+            .map_err(|_| invalid())?;
+        Ok(Filter { field, pattern })
     }
 
     fn matches(&self, c: &CommitInfo) -> bool {
@@ -780,19 +780,22 @@ mod tests {
             subject: "Fix Parser".into(),
             message: "Fix Parser\n\nDetails".into(),
         };
-        assert!(Filter::new(Field::Message, "details").matches(&c));
-        assert!(Filter::new(Field::Author, "LOVELACE").matches(&c));
-        assert!(Filter::new(Field::Author, "EXAMPLE.com").matches(&c));
-        assert!(!Filter::new(Field::Committer, "ada").matches(&c));
+        let matches = |field, pattern| Filter::new(field, pattern).unwrap().matches(&c);
+        assert!(matches(Field::Message, "details"));
+        assert!(matches(Field::Author, "LOVELACE"));
+        assert!(matches(Field::Author, "EXAMPLE.com"));
+        assert!(!matches(Field::Committer, "ada"));
         // git's basic regular expressions
-        assert!(Filter::new(Field::Message, "^fix.*parser$").matches(&c));
-        assert!(Filter::new(Field::Message, "^details").matches(&c));
-        assert!(!Filter::new(Field::Message, "parser(").matches(&c));
-        assert!(Filter::new(Field::Message, "p[a-z]rs\\(er\\|ing\\)").matches(&c));
-        assert!(Filter::new(Field::Author, "\\<ada\\>").matches(&c));
-        assert!(!Filter::new(Field::Author, "\\<lace").matches(&c));
-        // what the engine cannot express is plain text
-        assert!(!Filter::new(Field::Message, "\\(a\\)\\1").matches(&c));
+        assert!(matches(Field::Message, "^fix.*parser$"));
+        assert!(matches(Field::Message, "^details"));
+        assert!(!matches(Field::Message, "parser("));
+        assert!(matches(Field::Message, "p[a-z]rs\\(er\\|ing\\)"));
+        assert!(matches(Field::Author, "\\<ada\\>"));
+        assert!(!matches(Field::Author, "\\<lace"));
+        // what cannot be searched for is said
+        assert!(Filter::new(Field::Message, "\\(a\\)\\1").is_err());
+        assert!(Filter::new(Field::Message, "[unclosed").is_err());
+        assert!(Filter::new(Field::Message, "a\\{99999\\}").is_err());
     }
 
     #[test]

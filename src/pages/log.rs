@@ -174,6 +174,10 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     Ok(Response::html(frame::wrap(ctx.site, &frame, &body)))
 }
 
+fn search_for(field: Field, pattern: &str) -> Result<Filter, PageError> {
+    Filter::new(field, pattern).map_err(PageError::BadRequest)
+}
+
 /// Whether the log follows its path across renames: `follow=1` on a path, where
 /// `enable-follow-links` allows it.
 fn following(ctx: &RepoCtx<'_>) -> bool {
@@ -202,9 +206,9 @@ fn build_query<'a>(
         }
     };
     let filter = match (q.qt.as_deref(), search) {
-        (Some("grep") | None, Some(s)) => Some(Filter::new(Field::Message, s)),
-        (Some("author"), Some(s)) => Some(Filter::new(Field::Author, s)),
-        (Some("committer"), Some(s)) => Some(Filter::new(Field::Committer, s)),
+        (Some("grep") | None, Some(s)) => Some(search_for(Field::Message, s)?),
+        (Some("author"), Some(s)) => Some(search_for(Field::Author, s)?),
+        (Some("committer"), Some(s)) => Some(search_for(Field::Committer, s)?),
         (Some("range"), _) | (_, None) => None,
         (Some(other), Some(_)) => {
             return Err(PageError::BadRequest(format!(
