@@ -66,9 +66,9 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let l = ctx.links();
     let head = Some(ctx.head.as_str());
     let hex = id.to_string();
-    let env = filter::repo_env(ctx);
     let commit_filter = ctx.state.config.opts.commit_filter.as_deref();
-    let message = |text: &str| filter::filtered_text(commit_filter, &[], &env, text);
+    let message =
+        |text: &str| filter::filtered_text(commit_filter, &[], || filter::repo_env(ctx), text);
     let body = Commit {
         panel: diffargs::panel(ctx, &opts),
         author: person(ctx, &commit.author),

@@ -45,18 +45,18 @@ pub fn config_env(cfg: &RepoConfig, defbranch: &str) -> Vec<(&'static str, Strin
 
 /// `text` as HTML: escaped, then through `filter` when one is configured — cgit gives its
 /// commit, email and owner filters the escaped text and includes their output as it is. A
-/// filter that fails leaves the escaped text (and a warning).
+/// filter that fails leaves the escaped text (and a warning). `env` is only built for a filter.
 pub fn filtered_text(
     filter: Option<&str>,
     args: &[&str],
-    env: &[(&str, String)],
+    env: impl FnOnce() -> Vec<(&'static str, String)>,
     text: &str,
 ) -> String {
     let escaped = escape(text);
     let Some(program) = filter.and_then(exec_program) else {
         return escaped;
     };
-    match run(program, args, env, escaped.as_bytes()) {
+    match run(program, args, &env(), escaped.as_bytes()) {
         Ok(out) => String::from_utf8_lossy(&out).into_owned(),
         Err(e) => {
             tracing::warn!("{e}");
@@ -72,7 +72,7 @@ pub fn person_html(ctx: &RepoCtx<'_>, person: &Person, text: &str, page: &str) -
         return escape(text);
     };
     let email = format!("<{}>", person.email);
-    filtered_text(Some(filter), &[&email, page], &repo_env(ctx), text)
+    filtered_text(Some(filter), &[&email, page], || repo_env(ctx), text)
 }
 
 /// A file's text as HTML: through the source-filter when one is configured (it gets the raw

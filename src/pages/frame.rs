@@ -177,7 +177,7 @@ impl<'a> Frame<'a> {
                 owner: super::filter::filtered_text(
                     cfg.opts.owner_filter.as_deref(),
                     &[],
-                    &super::filter::repo_env(ctx),
+                    || super::filter::repo_env(ctx),
                     &cfg.owner,
                 ),
             }),
