@@ -900,6 +900,7 @@ fn path_logs_follow_renames_like_git() {
         "the rename is followed"
     );
     assert_eq!(ids, expected);
+    assert!(followed.contains(&format!("<a href='/r/commit/?id={}'>", expected[1])));
     // the toggle sits in the path line as in cgit (whose own --follow list is not git's)
     for url in ["/r/log/src/app.rs", "/r/log/src/app.rs?follow=1"] {
         let path_div = |html: &str| {

@@ -246,7 +246,13 @@ fn row(
     graph: Option<GraphRow>,
 ) -> Row {
     let hex = c.id.to_string();
-    let path = ctx.req.path.as_ref().map(|p| p.as_slice());
+    // A followed file had other names in older commits: link them whole.
+    let path = ctx
+        .req
+        .path
+        .as_ref()
+        .map(|p| p.as_slice())
+        .filter(|_| !following(ctx));
     let mut decorations = shared::decorations(ctx, &c.id);
     if args.showmsg {
         for d in decorations
