@@ -1,6 +1,6 @@
 //! Commit pages of a real repository in-process (no HTTP): one small commit with its diff
-//! fragment cached (the warm case), and a crawler's sequence of distinct commits with the
-//! fragment cache off (every diff computed). The repository is `$CGITD_BENCH_REPO` (e.g. a
+//! fragment cached (the warm case), its patch, and a crawler's sequence of distinct commits
+//! with the fragment cache off (every diff computed). The repository is `$CGITD_BENCH_REPO` (e.g. a
 //! git.git clone), else the repository the bench runs in.
 //!
 //! `CGITD_BENCH_REPO=/path/to/git.git cargo bench --bench commit`
@@ -73,6 +73,12 @@ fn bench_commit(c: &mut Criterion) {
     c.bench_function("commit (diff cached)", |b| {
         b.iter(|| render(&warm, &commits[0]))
     });
+
+    let patch = |site: &Site, id: &str| {
+        let req = url::parse(&site.config, "/r/patch/", Some(&format!("id={id}"))).unwrap();
+        assert_eq!(pages::render(site, &req).status, 200);
+    };
+    c.bench_function("patch", |b| b.iter(|| patch(&warm, &commits[0])));
 
     let cold = site(&repo, 0);
     let mut next = commits.iter().cycle();
