@@ -401,33 +401,39 @@ impl Differ<'_, '_> {
 
 /// Abbreviated object ids as git prints them in `index` lines: unique prefixes of at least
 /// `core.abbrev` (or git's automatic length) hex digits.
-pub struct Abbrev<'r> {
-    repo: &'r gix::Repository,
+pub struct Abbrev {
+    /// A handle that looks only at the packs already known: with gix's default it would list
+    /// the pack directory and stat every pack for each id (two dozen calls per patch).
+    objects: gix::odb::Handle,
     len: usize,
 }
 
-impl<'r> Abbrev<'r> {
-    pub fn new(repo: &'r gix::Repository) -> Self {
+impl Abbrev {
+    pub fn new(repo: &gix::Repository) -> Self {
+        let mut objects = (*repo.objects).clone();
+        objects.refresh_never();
         let configured = repo
             .config_snapshot()
             .integer("core.abbrev")
             .filter(|n| (4..=40).contains(n))
             .map(|n| n as usize);
         let len = configured.unwrap_or_else(|| {
-            let count = repo.objects.packed_object_count().unwrap_or(0);
+            let count = objects.packed_object_count().unwrap_or(0);
             let bits = 64 - count.leading_zeros();
             (bits.div_ceil(2) as usize).max(7)
         });
-        Abbrev { repo, len }
+        Abbrev { objects, len }
     }
 
     pub fn hex(&self, id: &ObjectId) -> String {
         if id.is_null() {
             return "0".repeat(self.len);
         }
-        match gix::prelude::ObjectIdExt::attach(*id, self.repo).shorten() {
-            Ok(prefix) => prefix.to_string(),
-            Err(_) => id.to_hex_with_len(self.len).to_string(),
+        let candidate = gix::odb::store::prefix::disambiguate::Candidate::new(*id, self.len)
+            .expect("abbreviation lengths are valid");
+        match self.objects.disambiguate_prefix(candidate) {
+            Ok(Some(prefix)) => prefix.to_string(),
+            _ => id.to_hex_with_len(self.len).to_string(),
         }
     }
 }

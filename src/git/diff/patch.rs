@@ -10,7 +10,7 @@ use super::{Abbrev, Content, FileDiff, Hunk, LineKind, Status};
 pub fn write_patch(
     out: &mut Vec<u8>,
     files: &[FileDiff],
-    abbrev: &Abbrev<'_>,
+    abbrev: &Abbrev,
     binary: Option<&BinaryPatches<'_>>,
 ) -> Result<(), GitError> {
     for file in files {
@@ -22,7 +22,7 @@ pub fn write_patch(
 fn write_file(
     out: &mut Vec<u8>,
     f: &FileDiff,
-    abbrev: &Abbrev<'_>,
+    abbrev: &Abbrev,
     binary: Option<&BinaryPatches<'_>>,
 ) -> Result<(), GitError> {
     if let Content::Replaced { old, new } = &f.content {
