@@ -567,7 +567,7 @@ impl<'r> PathWalk<'r> {
     }
 
     fn push(&mut self, id: ObjectId) -> Result<(), GitError> {
-        if self.allowed.as_ref().is_some_and(|a| !a.contains(&id)) || !self.seen.insert(id) {
+        if !self.is_allowed(&id) || !self.seen.insert(id) {
             return Ok(());
         }
         let time = self.node(id)?.time;
@@ -612,20 +612,16 @@ impl<'r> PathWalk<'r> {
                     treesame_outside = true;
                 }
             }
-            let inside: Vec<ObjectId> = node
-                .parents
-                .iter()
-                .copied()
-                .filter(|p| self.is_allowed(p))
-                .collect();
             match treesame_parent {
                 Some(parent) => self.push(parent)?,
                 None => {
-                    for parent in inside.iter().copied() {
+                    // `push` leaves out parents outside the range
+                    for parent in node.parents.iter().copied() {
                         self.push(parent)?;
                     }
                     let root_without_path = node.parents.is_empty() && own.is_none();
-                    let same_as_outside_only = inside.is_empty() && treesame_outside;
+                    let none_inside = !node.parents.iter().any(|p| self.is_allowed(p));
+                    let same_as_outside_only = none_inside && treesame_outside;
                     if root_without_path || same_as_outside_only {
                         continue;
                     }
@@ -645,7 +641,7 @@ impl<'r> PathWalk<'r> {
         let Some(first) = node.parents.first() else {
             return false;
         };
-        let allowed = self.allowed.as_ref().is_none_or(|a| a.contains(first));
+        let allowed = self.is_allowed(first);
         allowed
             && self
                 .bloom
@@ -665,21 +661,8 @@ impl<'r> PathWalk<'r> {
         if own.is_none() || self.entry(parent, parent_tree)?.is_some() {
             return Ok(());
         }
-        let opts = super::diff::DiffOptions::default();
-        let limits = super::diff::Limits::PAGE;
-        let diff = super::diff::diff_trees(
-            self.repo,
-            Some(parent_tree),
-            Some(tree),
-            &opts,
-            None,
-            limits,
-        )?;
-        let renamed = diff.files.iter().find(|f| {
-            f.status == super::diff::Status::Renamed && f.new_path() == self.path.as_slice()
-        });
-        if let Some(f) = renamed {
-            self.path = f.old_path().into();
+        if let Some(old) = super::diff::renamed_from(self.repo, parent_tree, tree, &self.path)? {
+            self.path = old;
             // entries were looked up for the newer name
             self.entries.clear();
         }

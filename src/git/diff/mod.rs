@@ -264,6 +264,24 @@ pub fn diff_trees(
     })
 }
 
+/// The old path of the file renamed to `path` between two trees, by git's rename detection
+/// over the whole change (no line diffs are made).
+pub fn renamed_from(
+    repo: &gix::Repository,
+    old: ObjectId,
+    new: ObjectId,
+    path: &[u8],
+) -> Result<Option<BString>, GitError> {
+    let changes = tree::changes(repo, Some(old), Some(new), None)?;
+    let pairs = rename::detect(changes, &mut blobs::Blobs::new(repo), -1)?;
+    Ok(pairs
+        .into_iter()
+        .find_map(|p| match (p.score, p.old, p.new) {
+            (Some(_), Some(old), Some(new)) if new.path == path => Some(old.path),
+            _ => None,
+        }))
+}
+
 struct Differ<'r, 'o> {
     blobs: blobs::Blobs<'r>,
     opts: &'o DiffOptions,
