@@ -14,68 +14,89 @@ const HEADER_WIDTH: usize = 78;
 /// Longest encoded line of RFC 2047 words.
 const ENCODED_WIDTH: usize = 76;
 
-/// Appends the mail of `commit` (diffed against its first parent, only below `path` when
-/// given, as cgit's `(limited to 'PATH')` patches) ending with `signature`.
-pub fn write_commit(
-    repo: &gix::Repository,
-    commit: ObjectId,
-    opts: &DiffOptions,
-    path: Option<&[u8]>,
-    signature: &str,
-    out: &mut Vec<u8>,
-) -> Result<(), GitError> {
-    let object = repo.find_commit(commit).map_err(GitError::internal)?;
-    let c = object.decode().map_err(GitError::internal)?;
-    let author = c.author().map_err(GitError::internal)?;
-    let parent = c.parents().next();
-    let tree = diff::diff_commits(repo, parent, commit, opts, path, Limits::RAW)?;
-    if tree.truncated {
-        return Err(GitError::Internal(
-            "The diff is too large to be shown".into(),
-        ));
-    }
-    out.extend_from_slice(format!("From {commit} Mon Sep 17 00:00:00 2001\n").as_bytes());
-    let encoding = c.encoding.map(|e| e.to_vec());
-    let name = reencode(author.name.trim(), encoding.as_deref());
-    let message = reencode(c.message, encoding.as_deref());
-    write_from(out, &name, author.email.trim());
-    let date = author
-        .time()
-        .map_err(GitError::internal)?
-        .format(gix::date::time::format::GIT_RFC2822)
-        .map_err(GitError::internal)?;
-    out.extend_from_slice(format!("Date: {date}\n").as_bytes());
-    let (subject, body) = split_message(&message);
-    out.extend_from_slice(b"Subject: ");
-    if needs_encoding(&subject) {
-        add_rfc2047(out, &subject, 9, false);
-    } else {
-        add_wrapped(out, &subject, 9);
-    }
-    out.push(b'\n');
-    if message.iter().any(|&b| non_ascii(b)) {
-        out.extend_from_slice(
-            b"MIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\n\
-              Content-Transfer-Encoding: 8bit\n",
-        );
-    }
-    out.push(b'\n');
-    out.extend_from_slice(&body);
-    if !tree.files.is_empty() {
-        out.extend_from_slice(b"---\n");
-        diff::stat::write_stat(out, &tree, STAT_WIDTH);
-        diff::stat::write_summary(out, &tree);
-        out.push(b'\n');
-        if let Some(path) = path {
-            out.extend_from_slice(b"(limited to '");
-            out.extend_from_slice(path);
-            out.extend_from_slice(b"')\n\n");
+/// What the mails of one patch share: the diff options, the path limit (cgit's `(limited to
+/// 'PATH')` patches), the signature, and the repository's abbreviations and zlib level.
+pub struct Mails<'r> {
+    repo: &'r gix::Repository,
+    opts: DiffOptions,
+    path: Option<&'r [u8]>,
+    signature: &'r str,
+    abbrev: Abbrev,
+    binary: BinaryPatches<'r>,
+}
+
+impl<'r> Mails<'r> {
+    pub fn new(
+        repo: &'r gix::Repository,
+        opts: DiffOptions,
+        path: Option<&'r [u8]>,
+        signature: &'r str,
+    ) -> Self {
+        Mails {
+            repo,
+            opts,
+            path,
+            signature,
+            abbrev: Abbrev::new(repo),
+            binary: BinaryPatches::new(repo),
         }
-        let binary = BinaryPatches::new(repo);
-        diff::patch::write_patch(out, &tree.files, &Abbrev::new(repo), Some(&binary))?;
     }
-    out.extend_from_slice(format!("-- \n{signature}\n\n").as_bytes());
-    Ok(())
+
+    /// Appends the mail of `commit`, diffed against its first parent.
+    pub fn write(&self, commit: ObjectId, out: &mut Vec<u8>) -> Result<(), GitError> {
+        let repo = self.repo;
+        let object = repo.find_commit(commit).map_err(GitError::internal)?;
+        let c = object.decode().map_err(GitError::internal)?;
+        let author = c.author().map_err(GitError::internal)?;
+        let parent = c.parents().next();
+        let tree = diff::diff_commits(repo, parent, commit, &self.opts, self.path, Limits::RAW)?;
+        if tree.truncated {
+            return Err(GitError::Internal(
+                "The diff is too large to be shown".into(),
+            ));
+        }
+        out.extend_from_slice(format!("From {commit} Mon Sep 17 00:00:00 2001\n").as_bytes());
+        let encoding = c.encoding.map(|e| e.to_vec());
+        let name = reencode(author.name.trim(), encoding.as_deref());
+        let message = reencode(c.message, encoding.as_deref());
+        write_from(out, &name, author.email.trim());
+        let date = author
+            .time()
+            .map_err(GitError::internal)?
+            .format(gix::date::time::format::GIT_RFC2822)
+            .map_err(GitError::internal)?;
+        out.extend_from_slice(format!("Date: {date}\n").as_bytes());
+        let (subject, body) = split_message(&message);
+        out.extend_from_slice(b"Subject: ");
+        if needs_encoding(&subject) {
+            add_rfc2047(out, &subject, 9, false);
+        } else {
+            add_wrapped(out, &subject, 9);
+        }
+        out.push(b'\n');
+        if message.iter().any(|&b| non_ascii(b)) {
+            out.extend_from_slice(
+                b"MIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\n\
+                  Content-Transfer-Encoding: 8bit\n",
+            );
+        }
+        out.push(b'\n');
+        out.extend_from_slice(&body);
+        if !tree.files.is_empty() {
+            out.extend_from_slice(b"---\n");
+            diff::stat::write_stat(out, &tree, STAT_WIDTH);
+            diff::stat::write_summary(out, &tree);
+            out.push(b'\n');
+            if let Some(path) = self.path {
+                out.extend_from_slice(b"(limited to '");
+                out.extend_from_slice(path);
+                out.extend_from_slice(b"')\n\n");
+            }
+            diff::patch::write_patch(out, &tree.files, &self.abbrev, Some(&self.binary))?;
+        }
+        out.extend_from_slice(format!("-- \n{}\n\n", self.signature).as_bytes());
+        Ok(())
+    }
 }
 
 fn write_from(out: &mut Vec<u8>, name: &[u8], email: &[u8]) {

@@ -24,13 +24,13 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         ..DiffOptions::default()
     };
     let signature = &ctx.site.config.globals.patch_signature;
+    let mails = git::format_patch::Mails::new(ctx.repo, opts, path.map(|p| p.as_ref()), signature);
     let mut body = Vec::with_capacity(8192);
     for (i, id) in commits.into_iter().enumerate() {
         if i > 0 {
             body.push(b'\n');
         }
-        let path = path.map(|p| p.as_ref());
-        git::format_patch::write_commit(ctx.repo, id, &opts, path, signature, &mut body)?;
+        mails.write(id, &mut body)?;
     }
     let name = match pair.old {
         Some(old) => format!("{old}..{}.patch", pair.new),
