@@ -142,6 +142,13 @@ pub fn snapshot_links(ctx: &RepoCtx<'_>, refname: &str) -> Vec<SnapshotLink> {
         };
         format!("{prefix}-{version}")
     };
+    // Signatures are notes on the object the name resolves to (a tag, not its commit).
+    let signed = ctx
+        .refs
+        .has_signatures()
+        .then(|| crate::git::rev::resolve(ctx.repo, refname).ok())
+        .flatten();
+    let signature = |suffix: &str| signed.and_then(|id| snapshot_signature(ctx, id, suffix));
     ctx.state
         .config
         .snapshot_suffixes()
@@ -151,10 +158,9 @@ pub fn snapshot_links(ctx: &RepoCtx<'_>, refname: &str) -> Vec<SnapshotLink> {
                 ctx.links()
                     .page("snapshot", Some(name.as_bytes()), None, &[])
             };
-            let sig_file = if snapshot_signature(ctx, refname, suffix).is_some() {
+            let sig_file = if signature(suffix).is_some() {
                 Some(format!("{file}.asc"))
-            } else if suffix.starts_with("tar") && snapshot_signature(ctx, refname, "tar").is_some()
-            {
+            } else if suffix.starts_with("tar") && signature("tar").is_some() {
                 Some(format!("{stem}.tar.asc"))
             } else {
                 None
@@ -168,17 +174,13 @@ pub fn snapshot_links(ctx: &RepoCtx<'_>, refname: &str) -> Vec<SnapshotLink> {
         .collect()
 }
 
-/// The blob of the signature of snapshot format `suffix` for `revision`: a note in
-/// `refs/notes/signatures/<suffix>` on the object the revision names (a tag, not its commit).
-pub fn snapshot_signature(ctx: &RepoCtx<'_>, revision: &str, suffix: &str) -> Option<ObjectId> {
-    if !ctx.refs.has_signatures() {
-        return None;
-    }
+/// The blob of the signature of snapshot format `suffix` for `object`: its note in
+/// `refs/notes/signatures/<suffix>`.
+pub fn snapshot_signature(ctx: &RepoCtx<'_>, object: ObjectId, suffix: &str) -> Option<ObjectId> {
     let tip = ctx
         .refs
         .notes_tip(&format!("refs/notes/signatures/{suffix}"))?;
-    let id = crate::git::rev::resolve(ctx.repo, revision).ok()?;
-    crate::git::notes::note_blob(ctx.repo, tip, id)
+    crate::git::notes::note_blob(ctx.repo, tip, object)
 }
 
 /// A branch row of summary and refs.

@@ -59,7 +59,10 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
 fn signature(ctx: &RepoCtx<'_>, archive: &str, filename: &str) -> Result<Response, PageError> {
     let (stem, suffix, _) = split_name(ctx, archive, false)?;
     let (revision, _) = revision_and_root(ctx, stem)?;
-    let note = shared::snapshot_signature(ctx, &revision, suffix)
+    // the note is on the object the revision names (a tag, not its commit)
+    let note = git::rev::resolve(ctx.repo, &revision)
+        .ok()
+        .and_then(|object| shared::snapshot_signature(ctx, object, suffix))
         .ok_or_else(|| PageError::NotFound(format!("No signature for {archive}")))?;
     let etag = format!("\"{note}\"");
     if validators::matches(ctx.req.if_none_match.as_deref(), &etag) {
