@@ -6,6 +6,7 @@ use super::diffargs::commit_pair;
 use super::{PageError, RepoCtx, Response};
 use crate::git::{self, GitError, diff::DiffOptions};
 use gix::ObjectId;
+use gix::bstr::ByteSlice;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
@@ -14,7 +15,7 @@ const MAX_COMMITS: usize = 1000;
 
 pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let pair = commit_pair(ctx)?;
-    let path = Some(ctx.path()).filter(|p| !p.is_empty());
+    let path = ctx.req.path.as_ref().map(|p| p.as_bstr());
     let commits = match path {
         None => range(ctx.repo, pair.old, pair.new)?,
         Some(path) => path_range(ctx, pair.old, pair.new, path)?,

@@ -11,7 +11,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         rename_limit: ctx.site.config.globals.renamelimit,
         ..DiffOptions::default()
     };
-    let path = Some(ctx.path().as_ref()).filter(|p: &&[u8]| !p.is_empty());
+    let path = ctx.req.path.as_ref().map(|p| p.as_slice());
     let tree = diff::diff_commits(ctx.repo, pair.old, pair.new, &opts, path, Limits::RAW)?;
     if tree.truncated {
         return Err(PageError::Unavailable(
