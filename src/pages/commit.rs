@@ -5,7 +5,6 @@ use super::frame::{self, Frame};
 use super::shared::{self, DecoLink};
 use super::{PageError, RepoCtx, Response, esi, filter, format};
 use crate::git::{self, CommitInfo};
-use crate::repos::Person;
 use askama::Template;
 
 pub struct ParentRow {
@@ -39,16 +38,6 @@ struct Commit {
     diff_body: std::sync::Arc<str>,
 }
 
-/// A person as HTML: name and email (unless `noplainemail`), through the email-filter.
-fn person(ctx: &RepoCtx<'_>, p: &Person) -> String {
-    let text = if ctx.site.config.globals.noplainemail {
-        p.name.clone()
-    } else {
-        format!("{} <{}>", p.name, p.email)
-    };
-    filter::person_html(ctx, p, &text, "commit")
-}
-
 pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     if let Some(redirect) = diffargs::slash_redirect(ctx) {
         return Ok(redirect);
@@ -71,9 +60,9 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         |text: &str| filter::filtered_text(commit_filter, &[], || filter::repo_env(ctx), text);
     let body = Commit {
         panel: diffargs::panel(ctx, &opts),
-        author: person(ctx, &commit.author),
+        author: filter::name_and_email_html(ctx, &commit.author, "commit"),
         author_date: format::iso_date(commit.author.time),
-        committer: person(ctx, &commit.committer),
+        committer: filter::name_and_email_html(ctx, &commit.committer, "commit"),
         committer_date: format::iso_date(commit.committer.time),
         commit_href: l.page("commit", path, head, &[("id", &hex)]),
         patch_href: l.page("patch", path, None, &[("id", &hex)]),

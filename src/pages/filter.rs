@@ -75,6 +75,17 @@ pub fn person_html(ctx: &RepoCtx<'_>, person: &Person, text: &str, page: &str) -
     filtered_text(Some(filter), &[&email, page], || repo_env(ctx), text)
 }
 
+/// A person as name and email (only the name with `noplainemail`), as HTML through the
+/// email-filter, as the commit and tag pages show them.
+pub fn name_and_email_html(ctx: &RepoCtx<'_>, person: &Person, page: &str) -> String {
+    let text = if ctx.site.config.globals.noplainemail {
+        person.name.clone()
+    } else {
+        format!("{} <{}>", person.name, person.email)
+    };
+    person_html(ctx, person, &text, page)
+}
+
 /// A file's text as HTML: through the source-filter when one is configured (it gets the raw
 /// text and the file's name, as cgit runs it, e.g. for syntax highlighting), else escaped.
 pub fn source_html(ctx: &RepoCtx<'_>, path: &[u8], text: &[u8]) -> String {

@@ -62,12 +62,7 @@ fn annotate(ctx: &RepoCtx<'_>, tag: &Tag, view: &mut TagView) -> Result<(), Page
         if person.time.seconds != 0 {
             view.date = Some(super::format::iso_date(person.time));
         }
-        let text = if ctx.site.config.globals.noplainemail {
-            person.name.clone()
-        } else {
-            format!("{} <{}>", person.name, person.email)
-        };
-        view.tagger = Some(super::filter::person_html(ctx, &person, &text, "tag"));
+        view.tagger = Some(super::filter::name_and_email_html(ctx, &person, "tag"));
     }
     view.object = shared::object_link(ctx, &decoded.target(), decoded.target_kind);
     let message = decoded.message.to_str_lossy();
