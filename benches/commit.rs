@@ -6,8 +6,8 @@
 //! `CGITD_BENCH_REPO=/path/to/git.git cargo bench --bench commit`
 
 use cgitd::config::Config;
-use cgitd::http::url;
 use cgitd::pages::{self, Site};
+use cgitd::request::url;
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::process::Command;
 

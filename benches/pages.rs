@@ -3,8 +3,8 @@
 //! peeled ids and tag dates come from the resident snapshot, so a warm summary reads no tags.
 
 use cgitd::config::Config;
-use cgitd::http::url;
 use cgitd::pages::{self, Site};
+use cgitd::request::url;
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::io::Write;
 use std::path::Path;

@@ -118,7 +118,7 @@ fn main() {
 /// Status and body of a page.
 fn render(site: &Site, url: &str) -> (u16, Vec<u8>) {
     let (path, query) = url.split_once('?').unwrap();
-    let req = cgitd::http::url::parse(&site.config, path, Some(query)).expect("url");
+    let req = cgitd::request::url::parse(&site.config, path, Some(query)).expect("url");
     let page = pages::render(site, &req);
     (page.status, page.body.bytes().to_vec())
 }

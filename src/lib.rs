@@ -6,3 +6,4 @@ pub mod git;
 pub mod http;
 pub mod pages;
 pub mod repos;
+pub mod request;

@@ -232,9 +232,9 @@ fn render(url: &str, arg: &ConfigArg) -> ExitCode {
         Some((p, q)) => (p, Some(q)),
         None => (url, None),
     };
-    let response = match http::url::parse(&site.config, path, query) {
+    let response = match cgitd::request::url::parse(&site.config, path, query) {
         Ok(req) => pages::render(&site, &req),
-        Err(http::url::BadRequest(msg)) => pages::render_error(&site, 400, &msg),
+        Err(e) => pages::render_error(&site, e.status(), e.message()),
     };
     use std::io::Write;
     let mut out = std::io::stdout().lock();

@@ -149,9 +149,12 @@ fn a_vanished_repository_only_breaks_itself() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     let r = server.get("/copy/");
     assert!(r.status > 400, "status {}", r.status);
+    let server_path = site.dir.path().to_str().unwrap();
+    assert!(!r.text().contains(server_path), "{}", r.text());
     let r = server.get("/notgit/");
-    assert!(r.status >= 400, "status {}", r.status);
-    assert!(r.text().contains("Not a git repository"));
+    assert_eq!(r.status, 404);
+    assert!(r.text().contains("Repository not found"));
+    assert!(!r.text().contains("/nonexistent"), "{}", r.text());
     assert_eq!(server.get("/bare/").status, 200);
     assert_eq!(server.get("/").status, 200);
 }

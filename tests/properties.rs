@@ -1,7 +1,7 @@
 //! Property tests: the URL parser and the cgitrc parser never panic, whatever they are given.
 
 use cgitd::config::Config;
-use cgitd::http::url;
+use cgitd::request::url;
 use proptest::prelude::*;
 
 fn config() -> Config {

@@ -1,7 +1,6 @@
 //! Admission control: expensive pages take a permit from a small pool, so a crawler flood of
 //! expensive URLs never starves the cheap pages; no permit within a short wait → 503.
 
-use crate::pages::PageRequest;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -10,17 +9,6 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 const EXPENSIVE_PERMITS: usize = 2;
 /// How long an expensive request waits for a permit before it is turned away.
 const EXPENSIVE_WAIT: Duration = Duration::from_secs(2);
-
-/// Pages whose cost grows with history or repository size.
-pub fn is_expensive(req: &PageRequest) -> bool {
-    let q = &req.query;
-    match req.page.as_deref() {
-        Some("blame" | "stats" | "snapshot") => true,
-        Some("atom") => req.path.is_some(),
-        Some("log") => (req.path.is_some() && q.ofs > 0) || q.q.is_some(),
-        _ => false,
-    }
-}
 
 pub struct Admission {
     expensive: Arc<Semaphore>,
@@ -41,29 +29,5 @@ impl Admission {
             .await
             .ok()?
             .ok()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn classifies_pages() {
-        let mut req = PageRequest {
-            page: Some("log".into()),
-            ..PageRequest::default()
-        };
-        assert!(!is_expensive(&req));
-        req.query.q = Some("fix".into());
-        assert!(is_expensive(&req));
-        req.page = Some("commit".into());
-        assert!(!is_expensive(&req));
-        req.page = Some("snapshot".into());
-        assert!(is_expensive(&req));
-        req.page = Some("atom".into());
-        assert!(!is_expensive(&req));
-        req.path = Some("src".into());
-        assert!(is_expensive(&req));
     }
 }

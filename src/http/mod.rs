@@ -4,11 +4,12 @@
 mod admission;
 mod metrics;
 mod stream;
-pub mod url;
 
 use crate::config::Config;
 use crate::pages::{self, Site};
 use crate::repos::Repos;
+use crate::request::page::CostClass;
+use crate::request::url;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
@@ -116,9 +117,7 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         .map(str::to_string);
     let mut req = match url::parse(&site.config, uri.path(), uri.query()) {
         Ok(req) => req,
-        Err(url::BadRequest(msg)) => {
-            return to_http(pages::render_error(&site, 400, &msg), ());
-        }
+        Err(e) => return to_http(pages::render_error(&site, e.status(), e.message()), ()),
     };
     req.host = host;
     req.if_none_match = request
@@ -131,7 +130,7 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         .get("surrogate-capability")
         .and_then(|h| h.to_str().ok())
         .is_some_and(|v| v.contains("ESI/1.0"));
-    let page_label = metric_label(&req);
+    let page_label = req.page.row().metric_label;
     let (page, expensive) = render_admitted(&app, &site, req).await;
     app.metrics
         .observe(page_label, page.status, started.elapsed().as_secs_f64());
@@ -154,7 +153,7 @@ async fn render_admitted(
     site: &Arc<Site>,
     req: pages::PageRequest,
 ) -> (pages::Response, Option<OwnedSemaphorePermit>) {
-    let expensive = if admission::is_expensive(&req) {
+    let expensive = if pages::cost_class(site, &req) == CostClass::Expensive {
         match app.admission.admit_expensive().await {
             Some(permit) => Some(permit),
             None => {
@@ -178,15 +177,6 @@ async fn render_admitted(
             tracing::error!("page task failed: {e}");
             (pages::render_error(site, 500, "Internal error"), None)
         }
-    }
-}
-
-/// The page name used as a metric label (a fixed set, whatever the URL says).
-fn metric_label(req: &pages::PageRequest) -> &'static str {
-    match (&req.repo, req.page.as_deref()) {
-        (None, _) => "repolist",
-        (Some(_), None) => "summary",
-        (Some(_), Some(page)) => pages::known_page(page).unwrap_or("unknown"),
     }
 }
 

@@ -70,7 +70,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         ),
     };
     let frame = Frame::repo(ctx, "about");
-    Ok(Response::html(frame::wrap(ctx.site, &frame, &body)))
+    Ok(Response::html(frame::wrap(ctx.site, &frame, &body)?))
 }
 
 /// The site's about page: `root-readme`, rendered the same way (relative links removed).
@@ -92,7 +92,7 @@ pub fn render_site(site: &Site, req: &PageRequest) -> Result<Response, PageError
         ),
     };
     let frame = Frame::site(site, req, Some("about"));
-    Ok(Response::html(frame::wrap(site, &frame, &body)))
+    Ok(Response::html(frame::wrap(site, &frame, &body)?))
 }
 
 /// A readme as sanitized HTML: through the about-filter when one is configured, else Markdown

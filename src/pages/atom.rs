@@ -66,9 +66,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         updated: commits.first().map(|c| format::iso_utc(c.committer.time)),
         entries,
     };
-    let body = feed
-        .render()
-        .map_err(|e| PageError::Internal(e.to_string()))?;
+    let body = feed.render()?;
     Ok(Response {
         status: 200,
         content_type: "text/xml; charset=utf-8".into(),

@@ -80,7 +80,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let mut frame = Frame::repo(ctx, "blame");
     frame.crumbs = shared::path_crumbs(path, |prefix| shared::rev_link(ctx, "blame", prefix));
     frame.title = format!("{} - {}", shared::path_title(path), frame.title);
-    Ok(Response::html(frame::wrap(ctx.site, &frame, &view)))
+    Ok(Response::html(frame::wrap(ctx.site, &frame, &view)?))
 }
 
 fn body(
@@ -125,7 +125,7 @@ fn cached_blame(ctx: &RepoCtx<'_>, commit: ObjectId, path: &[u8]) -> Result<Vec<
             )),
         }
     })?;
-    gblame::decode(&text).ok_or_else(|| PageError::Internal("Bad cached blame".into()))
+    gblame::decode(&text).ok_or_else(|| PageError::internal("decoding a cached blame", "malformed"))
 }
 
 fn group_views(

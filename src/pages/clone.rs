@@ -89,7 +89,7 @@ fn send_file(ctx: &RepoCtx<'_>, rel: &[&str]) -> Result<Response, PageError> {
     let file = files::open_file(ctx.state.git_dir(), rel).map_err(file_error)?;
     let len = file
         .metadata()
-        .map_err(|e| PageError::Internal(e.to_string()))?
+        .map_err(|e| PageError::internal("reading a git file's size", e))?
         .len();
     let writer = move |out: &mut dyn Write| {
         let copied = std::io::copy(&mut file.take(len), out)?;
@@ -120,6 +120,6 @@ fn file_error(e: FileError) -> PageError {
         FileError::BadPath => PageError::BadRequest("Bad request".into()),
         FileError::NotFound => PageError::NotFound("Not found".into()),
         FileError::Forbidden => PageError::Forbidden("Forbidden".into()),
-        FileError::Internal(m) => PageError::Internal(m),
+        FileError::Internal(m) => PageError::internal("opening a git file", m),
     }
 }

@@ -94,7 +94,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let mut frame = Frame::repo(ctx, "commit");
     frame.title = format!("{} - {}", commit.subject, frame.title);
     frame.crumbs = diffargs::crumbs(ctx, "commit");
-    let mut response = Response::html(frame::wrap(ctx.site, &frame, &body));
+    let mut response = Response::html(frame::wrap(ctx.site, &frame, &body)?);
     esi::mark_frame(&mut response, surrogate);
     Ok(response)
 }

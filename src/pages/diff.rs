@@ -26,7 +26,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     };
     let mut frame = Frame::repo(ctx, "diff");
     frame.crumbs = diffargs::crumbs(ctx, "diff");
-    let mut response = Response::html(frame::wrap(ctx.site, &frame, &body));
+    let mut response = Response::html(frame::wrap(ctx.site, &frame, &body)?);
     esi::mark_frame(&mut response, surrogate);
     Ok(response)
 }

@@ -248,7 +248,11 @@ struct FrameFoot<'a> {
 }
 
 /// Renders frame head, `body` and frame foot into one buffer.
-pub fn wrap(site: &Site, frame: &Frame<'_>, body: &dyn askama::DynTemplate) -> String {
+pub fn wrap(
+    site: &Site,
+    frame: &Frame<'_>,
+    body: &dyn askama::DynTemplate,
+) -> Result<String, askama::Error> {
     let g = &site.config.globals;
     let mut out = String::with_capacity(16 * 1024);
     let head = FrameHead {
@@ -260,8 +264,8 @@ pub fn wrap(site: &Site, frame: &Frame<'_>, body: &dyn askama::DynTemplate) -> S
         f: frame,
         footer_file: g.footer.as_deref(),
     };
-    let _ = head.render_into(&mut out);
-    let _ = body.dyn_render_into(&mut out);
-    let _ = foot.render_into(&mut out);
-    out
+    head.render_into(&mut out)?;
+    body.dyn_render_into(&mut out)?;
+    foot.render_into(&mut out)?;
+    Ok(out)
 }

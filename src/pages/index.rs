@@ -149,7 +149,7 @@ pub fn render(site: &Site, req: &PageRequest) -> Result<Response, PageError> {
         pages,
     };
     let frame = Frame::site(site, req, Some("index"));
-    Ok(Response::html(frame::wrap(site, &frame, &body)))
+    Ok(Response::html(frame::wrap(site, &frame, &body)?))
 }
 
 /// cgit's search: case-insensitive substring of url, name, description or owner.

@@ -171,7 +171,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         let label = if toggled.follow { "follow" } else { "unfollow" };
         frame.follow_toggle = Some((label, toggled.href(ctx, path.map(|p| p.as_bytes()))));
     }
-    Ok(Response::html(frame::wrap(ctx.site, &frame, &body)))
+    Ok(Response::html(frame::wrap(ctx.site, &frame, &body)?))
 }
 
 fn search_for(field: Field, pattern: &str) -> Result<Filter, PageError> {

@@ -7,6 +7,7 @@ mod blame;
 mod blob;
 mod clone;
 mod commit;
+mod cost;
 mod diff;
 pub mod diff_body;
 mod diffargs;
@@ -27,7 +28,6 @@ mod plain;
 mod rawdiff;
 mod readme;
 mod refs;
-mod request;
 mod shared;
 mod snapshot;
 mod stats;
@@ -36,8 +36,9 @@ mod tag;
 mod tree;
 mod validators;
 
+pub use crate::request::{Page, PageRequest, Query};
+pub use cost::cost_class;
 pub use error::PageError;
-pub use request::{PageRequest, Query};
 
 use crate::config::Config;
 use crate::repos::{RefSnapshot, RepoState, Repos};
@@ -122,6 +123,15 @@ impl Response {
         Response {
             status: 200,
             content_type: "text/html; charset=UTF-8".into(),
+            headers: Vec::new(),
+            body: Body::Full(body.into_bytes()),
+        }
+    }
+
+    pub fn text(body: String) -> Response {
+        Response {
+            status: 200,
+            content_type: "text/plain; charset=UTF-8".into(),
             headers: Vec::new(),
             body: Body::Full(body.into_bytes()),
         }
@@ -230,10 +240,10 @@ fn with_body_etag(site: &Site, req: &PageRequest, response: Response) -> Respons
 }
 
 fn render_site_page(site: &Site, req: &PageRequest) -> Result<Response, PageError> {
-    match req.page.as_deref() {
-        None | Some("repolist") => index::render(site, req),
-        Some("about") => about::render_site(site, req),
-        Some(_) => Err(PageError::NotFound("Invalid request".into())),
+    match req.page {
+        Page::Index => index::render(site, req),
+        Page::SiteAbout => about::render_site(site, req),
+        _ => Err(PageError::NotFound("Invalid request".into())),
     }
 }
 
@@ -242,10 +252,6 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
         .repos
         .get(url)
         .ok_or_else(|| PageError::NotFound("No repositories found".into()))?;
-    let page = req.page.as_deref().unwrap_or("summary");
-    if known_page(page).is_none() {
-        return Err(PageError::NotFound("Invalid request".into()));
-    }
     state
         .with_repo(|repo| {
             let refs = state.refs(repo).map_err(PageError::from)?;
@@ -265,31 +271,7 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
                 defbranch,
                 now: format::now(),
             };
-            let mut response = match page {
-                "summary" => summary::render(&ctx),
-                "refs" => refs::render(&ctx),
-                "info" => clone::info(&ctx),
-                "HEAD" => clone::head(&ctx),
-                "objects" => clone::objects(&ctx),
-                "snapshot" => snapshot::render(&ctx),
-                "atom" => atom::render(&ctx),
-                "log" => log::render(&ctx),
-                "tree" => tree::render(&ctx),
-                "blob" => blob::render(&ctx),
-                "plain" => plain::render(&ctx),
-                "tag" => tag::render(&ctx),
-                "about" => about::render(&ctx),
-                "rawdiff" => rawdiff::render(&ctx),
-                "commit" => commit::render(&ctx),
-                "diff" => diff::render(&ctx),
-                "patch" => patch::render(&ctx),
-                "esi-diff" => esi::render_fragment(&ctx),
-                "blame" => blame::render(&ctx),
-                "stats" => stats::render(&ctx),
-                _ => Err(PageError::NotFound(format!(
-                    "The '{page}' page is not available in this version of cgitd"
-                ))),
-            }?;
+            let mut response = render_repo_page_with(&ctx)?;
             if response.status == 200 && !response.headers.iter().any(|(n, _)| *n == "ETag") {
                 response.headers.push(("ETag", etag));
             }
@@ -302,7 +284,37 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
             }
             Ok(response)
         })
-        .map_err(PageError::from)?
+        .map_err(|e| {
+            tracing::warn!(url = %req.target, "repository {url}: {e}");
+            PageError::NotFound("Repository not found".into())
+        })?
+}
+
+/// The page module that renders a repository page.
+fn render_repo_page_with(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
+    match ctx.req.page {
+        Page::Summary => summary::render(ctx),
+        Page::Refs => refs::render(ctx),
+        Page::Log => log::render(ctx),
+        Page::Tree => tree::render(ctx),
+        Page::Blob => blob::render(ctx),
+        Page::Plain => plain::render(ctx),
+        Page::Commit => commit::render(ctx),
+        Page::Diff => diff::render(ctx),
+        Page::RawDiff => rawdiff::render(ctx),
+        Page::Patch => patch::render(ctx),
+        Page::Tag => tag::render(ctx),
+        Page::Atom => atom::render(ctx),
+        Page::About => about::render(ctx),
+        Page::Snapshot => snapshot::render(ctx),
+        Page::Blame => blame::render(ctx),
+        Page::Stats => stats::render(ctx),
+        Page::EsiDiff => esi::render_fragment(ctx),
+        Page::CloneInfo => clone::info(ctx),
+        Page::CloneHead => clone::head(ctx),
+        Page::CloneObjects => clone::objects(ctx),
+        Page::Index | Page::SiteAbout => Err(PageError::NotFound("Invalid request".into())),
+    }
 }
 
 /// The committer date of the commit a URL names by full id (`id=`), for `Last-Modified`.
@@ -319,18 +331,6 @@ fn named_commit_time(repo: &gix::Repository, req: &PageRequest) -> Option<i64> {
             .time
             .seconds,
     )
-}
-
-/// The pages cgit knows.
-const PAGES: &[&str] = &[
-    "HEAD", "atom", "about", "blame", "blob", "commit", "diff", "esi-diff", "info", "log",
-    "ls_cache", "objects", "patch", "plain", "rawdiff", "refs", "repolist", "snapshot", "stats",
-    "summary", "tag", "tree",
-];
-
-/// The static name of a page cgit knows.
-pub fn known_page(page: &str) -> Option<&'static str> {
-    PAGES.iter().copied().find(|p| *p == page)
 }
 
 /// cgit's head: `h` when given (it must resolve), else the default branch when it exists, else
@@ -358,7 +358,7 @@ fn resolve_head(
     }
 }
 
-/// An error page outside any repository (bad URLs, failed tasks).
+/// An error page outside any repository (bad URLs, refused or failed requests).
 pub fn render_error(site: &Site, status: u16, message: &str) -> Response {
     let message = message.to_string();
     let err = match status {
@@ -366,7 +366,7 @@ pub fn render_error(site: &Site, status: u16, message: &str) -> Response {
         403 => PageError::Forbidden(message),
         404 => PageError::NotFound(message),
         503 => PageError::Unavailable(message),
-        _ => PageError::Internal(message),
+        _ => PageError::internal("serving a request", message),
     };
     error::page(site, &PageRequest::default(), &err)
 }

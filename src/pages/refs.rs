@@ -40,5 +40,5 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
             .collect(),
     };
     let frame = Frame::repo(ctx, "refs");
-    Ok(Response::html(frame::wrap(ctx.site, &frame, &body)))
+    Ok(Response::html(frame::wrap(ctx.site, &frame, &body)?))
 }

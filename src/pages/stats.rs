@@ -137,7 +137,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
             ctx.links().page("stats", prefix, Some(&ctx.head), &[])
         });
     }
-    Ok(Response::html(frame::wrap(ctx.site, &frame, &body)))
+    Ok(Response::html(frame::wrap(ctx.site, &frame, &body)?))
 }
 
 /// The period `period=` asks for (week when absent); cgit reads only its first character.

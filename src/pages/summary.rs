@@ -53,7 +53,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         repo_name: ctx.state.config.name.clone(),
     };
     let frame = Frame::repo(ctx, "summary");
-    Ok(Response::html(frame::wrap(ctx.site, &frame, &body)))
+    Ok(Response::html(frame::wrap(ctx.site, &frame, &body)?))
 }
 
 fn recent_log(ctx: &RepoCtx<'_>) -> Result<(Vec<LogRow>, Option<String>), PageError> {

@@ -44,7 +44,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         annotate(ctx, tag, &mut view)?;
     }
     let frame = Frame::repo(ctx, "tag");
-    Ok(Response::html(frame::wrap(ctx.site, &frame, &view)))
+    Ok(Response::html(frame::wrap(ctx.site, &frame, &view)?))
 }
 
 /// Fills in what only the tag object knows: its id, tagger, date, direct target and message.
@@ -52,10 +52,10 @@ fn annotate(ctx: &RepoCtx<'_>, tag: &Tag, view: &mut TagView) -> Result<(), Page
     let object = ctx
         .repo
         .find_tag(tag.id)
-        .map_err(|e| PageError::Internal(format!("reading tag {}: {e}", tag.id)))?;
+        .map_err(|e| PageError::internal("reading a tag", e))?;
     let decoded = object
         .decode()
-        .map_err(|e| PageError::Internal(format!("decoding tag {}: {e}", tag.id)))?;
+        .map_err(|e| PageError::internal("decoding a tag", e))?;
     view.tag_id = Some(tag.id.to_string());
     if let Ok(Some(tagger)) = decoded.tagger() {
         let person = Person::from_signature(tagger, None);

@@ -120,11 +120,11 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let html = match gtree::find(ctx.repo, root, path)? {
         Some(Found::Tree(id)) => {
             let body = listing(ctx, &links, id, path)?;
-            frame::wrap(ctx.site, &frame, &body)
+            frame::wrap(ctx.site, &frame, &body)?
         }
         Some(Found::Blob { id, .. }) => {
             let body = blob_view(ctx, &links, id, path)?;
-            frame::wrap(ctx.site, &frame, &body)
+            frame::wrap(ctx.site, &frame, &body)?
         }
         Some(Found::Submodule(_)) | None => {
             return Err(PageError::NotFound("Path not found".into()));

@@ -4,6 +4,7 @@
 
 use super::{PageRequest, Site};
 use crate::config::Globals;
+use crate::request::page::TtlClass;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 /// A weak validator for a repository page: the request target (every parameter), the
@@ -72,17 +73,17 @@ pub fn cache_control(g: &Globals, req: &PageRequest) -> String {
     }
 }
 
-/// cgit's TTL class of a request (cgit-reference §3.1), except that `id=` only counts as static
-/// when it is a full object id (handled by the caller).
+/// cgit's TTL for a request (cgit-reference §3.1), from its page's row; `id=` only counts as
+/// static when it is a full object id (handled by the caller).
 fn ttl_minutes(g: &Globals, req: &PageRequest) -> i64 {
     let q = &req.query;
-    match (&req.repo, req.page.as_deref()) {
-        (None, _) => g.ttl.root,
-        (Some(_), None) => g.ttl.repo,
-        (Some(_), Some("about")) => g.ttl.about,
-        (Some(_), Some("snapshot")) => g.ttl.snapshot,
-        _ if q.h.is_some() || q.id.is_some() || q.id2.is_some() => g.ttl.dynamic,
-        _ => g.ttl.repo,
+    match req.page.row().ttl {
+        TtlClass::Root => g.ttl.root,
+        TtlClass::About => g.ttl.about,
+        TtlClass::Snapshot => g.ttl.snapshot,
+        TtlClass::ByRevision if !req.page_named => g.ttl.repo,
+        TtlClass::ByRevision if q.h.is_some() || q.id.is_some() || q.id2.is_some() => g.ttl.dynamic,
+        TtlClass::ByRevision => g.ttl.repo,
     }
 }
 
@@ -93,7 +94,11 @@ mod tests {
     fn req(repo: bool, page: Option<&str>, h: Option<&str>, id: Option<&str>) -> PageRequest {
         let mut r = PageRequest {
             repo: repo.then(|| "r".into()),
-            page: page.map(Into::into),
+            page: match page {
+                Some(name) => crate::request::Page::from_name(name, repo).unwrap(),
+                None => crate::request::Page::default_for(repo),
+            },
+            page_named: page.is_some(),
             ..PageRequest::default()
         };
         r.query.h = h.map(Into::into);

@@ -1,17 +1,38 @@
 //! cgit URL parsing: path form with longest repo-url prefix match, `?url=` and legacy `?r=&p=`.
 
+use super::{Page, PageRequest};
 use crate::config::Config;
-use crate::pages::PageRequest;
 use crate::pages::links::percent_decode;
 use gix::bstr::{BString, ByteSlice};
 
-/// Why a URL could not be parsed: always the client's fault (400).
+/// Why a URL cannot be served: always the client's fault.
 #[derive(Debug, PartialEq)]
-pub struct BadRequest(pub String);
+pub enum UrlError {
+    /// A parameter can never be valid (400).
+    BadRequest(String),
+    /// The URL names a page cgitd does not have (404).
+    UnknownPage,
+}
+
+impl UrlError {
+    pub fn status(&self) -> u16 {
+        match self {
+            UrlError::BadRequest(_) => 400,
+            UrlError::UnknownPage => 404,
+        }
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            UrlError::BadRequest(m) => m,
+            UrlError::UnknownPage => "Invalid request",
+        }
+    }
+}
 
 /// Parses `path` (as received, percent-encoded) and `query` into a [`PageRequest`].
 /// `path` must already start with the virtual root, which is removed.
-pub fn parse(config: &Config, path: &str, query: Option<&str>) -> Result<PageRequest, BadRequest> {
+pub fn parse(config: &Config, path: &str, query: Option<&str>) -> Result<PageRequest, UrlError> {
     let vroot = config.globals.virtual_root.as_str();
     let rel = path
         .strip_prefix(vroot)
@@ -57,31 +78,33 @@ pub fn parse(config: &Config, path: &str, query: Option<&str>) -> Result<PageReq
             _ => {}
         }
     }
+    let mut page_name = None;
     if let Some(repo) = legacy_repo {
         if config.repo(&repo).is_some() {
             req.repo = Some(repo);
         } else {
             req.prefix = Some(repo);
         }
-        req.page = legacy_page.filter(|p| !p.is_empty());
-        req.path = legacy_path.map(trim_path).filter(|p| !p.is_empty());
-        return Ok(req);
-    }
-    if let Some(url) = url {
+    } else if let Some(url) = url {
         req.trailing_slash = url.ends_with(b"/");
-        split_url(config, url.as_bstr(), &mut req);
+        page_name = split_url(config, url.as_bstr(), &mut req);
     }
-    if req.page.is_none() {
-        req.page = legacy_page.filter(|p| !p.is_empty());
-    }
+    let page_name = page_name.or(legacy_page.filter(|p| !p.is_empty()));
     if req.path.is_none() {
         req.path = legacy_path.map(trim_path).filter(|p| !p.is_empty());
     }
+    let in_repo = req.repo.is_some();
+    req.page_named = page_name.is_some();
+    req.page = match page_name {
+        Some(name) => Page::from_name(&name, in_repo).ok_or(UrlError::UnknownPage)?,
+        None => Page::default_for(in_repo),
+    };
     Ok(req)
 }
 
-/// Splits `repo/page/path` by the longest configured repository url that prefixes it.
-fn split_url(config: &Config, url: &gix::bstr::BStr, req: &mut PageRequest) {
+/// Splits `repo/page/path` by the longest configured repository url that prefixes it; returns
+/// the page name, if the url has one.
+fn split_url(config: &Config, url: &gix::bstr::BStr, req: &mut PageRequest) -> Option<String> {
     let url = url.strip_prefix(b"/").unwrap_or(url);
     let mut best: Option<usize> = None;
     for repo in config.repos.iter().filter(|r| !r.ignore) {
@@ -93,11 +116,12 @@ fn split_url(config: &Config, url: &gix::bstr::BStr, req: &mut PageRequest) {
     }
     let Some(len) = best else {
         if url.trim_end_with(|c| c == '/') == b"about" {
-            req.page = Some("about".into());
-        } else if !url.is_empty() {
+            return Some("about".into());
+        }
+        if !url.is_empty() {
             req.prefix = Some(url.to_str_lossy().into_owned());
         }
-        return;
+        return None;
     };
     req.repo = Some(url[..len].to_str_lossy().into_owned());
     let rest = url[len..].trim_start_with(|c| c == '/');
@@ -105,13 +129,11 @@ fn split_url(config: &Config, url: &gix::bstr::BStr, req: &mut PageRequest) {
         Some(i) => (&rest[..i], &rest[i + 1..]),
         None => (rest, &b""[..]),
     };
-    if !page.is_empty() {
-        req.page = Some(page.to_str_lossy().into_owned());
-    }
     let path = trim_path(path.into());
     if !path.is_empty() {
         req.path = Some(path);
     }
+    (!page.is_empty()).then(|| page.to_str_lossy().into_owned())
 }
 
 fn trim_path(mut path: BString) -> BString {
@@ -126,14 +148,14 @@ fn non_empty(s: String) -> Option<String> {
 }
 
 /// A numeric parameter: empty is 0, anything not a number is a bad request.
-fn number(value: &str, name: &str) -> Result<i64, BadRequest> {
+fn number(value: &str, name: &str) -> Result<i64, UrlError> {
     if value.is_empty() {
         return Ok(0);
     }
     value
         .trim()
         .parse::<i64>()
-        .map_err(|_| BadRequest(format!("Invalid value for '{name}': not a number")))
+        .map_err(|_| UrlError::BadRequest(format!("Invalid value for '{name}': not a number")))
 }
 
 #[cfg(test)]
@@ -156,14 +178,14 @@ mod tests {
     fn longest_repo_prefix_wins() {
         let r = get("/foo/bar/log/src/main.rs", None);
         assert_eq!(r.repo.as_deref(), Some("foo/bar"));
-        assert_eq!(r.page.as_deref(), Some("log"));
+        assert_eq!(r.page, Page::Log);
         assert_eq!(
             r.path.as_ref().map(|p| p.to_string()),
             Some("src/main.rs".into())
         );
         let r = get("/foo/tree/", None);
         assert_eq!(r.repo.as_deref(), Some("foo"));
-        assert_eq!(r.page.as_deref(), Some("tree"));
+        assert_eq!(r.page, Page::Tree);
         assert_eq!(r.path, None);
     }
 
@@ -180,12 +202,12 @@ mod tests {
     fn query_forms() {
         let r = get("/", Some("url=foo/bar/commit/x&id=abc&h=1%2b2&q=commit+1"));
         assert_eq!(r.repo.as_deref(), Some("foo/bar"));
-        assert_eq!(r.page.as_deref(), Some("commit"));
+        assert_eq!(r.page, Page::Commit);
         assert_eq!(r.query.h.as_deref(), Some("1+2"));
         assert_eq!(r.query.q.as_deref(), Some("commit 1"));
         let r = get("/", Some("r=foo&p=log&path=dir/"));
         assert_eq!(r.repo.as_deref(), Some("foo"));
-        assert_eq!(r.page.as_deref(), Some("log"));
+        assert_eq!(r.page, Page::Log);
         assert_eq!(r.path.as_ref().map(|p| p.to_string()), Some("dir".into()));
     }
 
@@ -194,8 +216,28 @@ mod tests {
         let r = get("/gone/log/", None);
         assert_eq!(r.repo, None);
         assert_eq!(r.prefix.as_deref(), Some("gone/log/"));
-        let r = get("/foo%2fx/", None);
-        assert_eq!(r.repo.as_deref(), Some("foo"));
+        let r = get("/foo%2flog/", None);
+        assert_eq!((r.repo.as_deref(), r.page), (Some("foo"), Page::Log));
+    }
+
+    #[test]
+    fn pages_resolve_through_the_page_table() {
+        let r = get("/foo/", None);
+        assert_eq!((r.page, r.page_named), (Page::Summary, false));
+        let r = get("/foo/summary", None);
+        assert_eq!((r.page, r.page_named), (Page::Summary, true));
+        assert_eq!(get("/", None).page, Page::Index);
+        assert_eq!(get("/about/", None).page, Page::SiteAbout);
+        assert_eq!(get("/foo/about/", None).page, Page::About);
+        assert_eq!(get("/", Some("p=about")).page, Page::SiteAbout);
+        for (path, query) in [
+            ("/foo/ls_cache/", None),
+            ("/foo/repolist/", None),
+            ("/foo/nosuch/", None),
+            ("/", Some("p=log")),
+        ] {
+            assert_eq!(parse(&config(), path, query), Err(UrlError::UnknownPage));
+        }
     }
 
     #[test]

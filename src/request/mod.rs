@@ -1,4 +1,10 @@
-//! A parsed cgit request: which repository, page and path, and every cgit query parameter.
+//! What a request asks for, independent of HTTP: the cgit URL parsed into repository, page,
+//! path and query parameters ([`url::parse`]), and the page table ([`page`]).
+
+pub mod page;
+pub mod url;
+
+pub use page::Page;
 
 use gix::bstr::BString;
 
@@ -23,13 +29,16 @@ pub struct Query {
 }
 
 /// What a request asks for, independent of HTTP.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct PageRequest {
     /// The url of the repository addressed, if any.
     pub repo: Option<String>,
     /// For a non-repository url: the prefix the index is filtered by.
     pub prefix: Option<String>,
-    pub page: Option<String>,
+    /// The page asked for ([`Page::default_for`] when the URL names none).
+    pub page: Page,
+    /// Whether the URL named the page (cgit's TTL choice tells `/repo/` from `/repo/summary`).
+    pub page_named: bool,
     /// The path after the page (raw bytes, may be non-UTF-8), without trailing `/`.
     pub path: Option<BString>,
     /// Whether the request path ended with `/` (about redirects on its absence).
@@ -43,4 +52,34 @@ pub struct PageRequest {
     pub if_none_match: Option<String>,
     /// Whether a surrogate in front of us processes ESI (`Surrogate-Capability: …ESI/1.0`).
     pub surrogate_esi: bool,
+}
+
+impl Default for PageRequest {
+    fn default() -> Self {
+        PageRequest {
+            repo: None,
+            prefix: None,
+            page: Page::Index,
+            page_named: false,
+            path: None,
+            trailing_slash: false,
+            query: Query::default(),
+            host: None,
+            target: String::new(),
+            if_none_match: None,
+            surrogate_esi: false,
+        }
+    }
+}
+
+impl PageRequest {
+    /// A request for `page` of repository `repo` (for tests, benchmarks and the CLI).
+    pub fn for_repo(repo: &str, page: Page) -> PageRequest {
+        PageRequest {
+            repo: Some(repo.to_string()),
+            page,
+            page_named: true,
+            ..PageRequest::default()
+        }
+    }
 }

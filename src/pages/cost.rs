@@ -1,0 +1,90 @@
+//! The cost class of a request, decided before any git work from its page's row, its
+//! parameters and what is known of the repository without reading objects.
+
+use super::{PageRequest, Site};
+use crate::request::Page;
+use crate::request::page::{BaseCost, CostClass};
+
+/// Log pages up to this offset are walked quickly even without a commit-graph.
+const CHEAP_LOG_OFFSET: i64 = 500;
+
+/// The class a request is scheduled in.
+pub fn cost_class(site: &Site, req: &PageRequest) -> CostClass {
+    match req.page.row().cost {
+        BaseCost::Cheap => CostClass::Cheap,
+        BaseCost::Expensive => CostClass::Expensive,
+        BaseCost::Depends => depends(site, req),
+    }
+}
+
+fn depends(site: &Site, req: &PageRequest) -> CostClass {
+    let q = &req.query;
+    let expensive_if = |yes: bool| {
+        if yes {
+            CostClass::Expensive
+        } else {
+            CostClass::Cheap
+        }
+    };
+    match req.page {
+        Page::Log => {
+            let searched = q.q.is_some() || q.follow;
+            let filtered = req.path.is_some() && !has_commit_graph(site, req);
+            let deep = q.ofs > CHEAP_LOG_OFFSET && !has_commit_graph(site, req);
+            expensive_if(searched || filtered || deep)
+        }
+        Page::Atom => expensive_if(req.path.is_some() && !has_commit_graph(site, req)),
+        // A range of up to a thousand mails, each diffed.
+        Page::Patch => expensive_if(q.id2.is_some()),
+        _ => CostClass::Cheap,
+    }
+}
+
+/// Whether the repository has a commit-graph with changed-path filters: history walks then
+/// read no commits they skip, and path-limited walks no trees.
+fn has_commit_graph(site: &Site, req: &PageRequest) -> bool {
+    req.repo
+        .as_deref()
+        .and_then(|url| site.repos.get(url))
+        .is_some_and(|state| state.bloom().is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn class(url: &str, query: Option<&str>) -> CostClass {
+        let config = Config::from_text("repo.url=r\nrepo.path=/nonexistent\n", "t");
+        let req = crate::request::url::parse(&config, url, query).unwrap();
+        cost_class(&Site::new(config), &req)
+    }
+
+    #[test]
+    fn classifies_requests_before_git_work() {
+        use CostClass::{Cheap, Expensive};
+        let table = [
+            ("/r/", None, Cheap),
+            ("/", None, Cheap),
+            ("/r/commit/", Some("id=abc"), Cheap),
+            ("/r/tree/src", None, Cheap),
+            ("/r/log/", None, Cheap),
+            ("/r/log/", Some("ofs=200"), Cheap),
+            ("/r/log/", Some("ofs=5000"), Expensive),
+            ("/r/log/src", None, Expensive),
+            ("/r/log/", Some("q=fix&qt=grep"), Expensive),
+            ("/r/log/a", Some("follow=1"), Expensive),
+            ("/r/blame/a", None, Expensive),
+            ("/r/stats/", None, Expensive),
+            ("/r/snapshot/r-1.tar.gz", None, Expensive),
+            ("/r/atom/", None, Cheap),
+            ("/r/atom/src", None, Expensive),
+            ("/r/patch/", Some("id=a"), Cheap),
+            ("/r/patch/", Some("id=a&id2=b"), Expensive),
+            ("/r/objects/pack/x", None, Cheap),
+        ];
+        for (url, query, want) in table {
+            assert_eq!(class(url, query), want, "{url} {query:?}");
+        }
+    }
+}
