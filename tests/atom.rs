@@ -5,7 +5,8 @@
 mod common;
 
 use common::*;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 struct Site {
     _dir: TempDir,
@@ -13,11 +14,16 @@ struct Site {
     work: PathBuf,
 }
 
+/// The repository, built once and only read by the tests.
+static REPO: LazyLock<PathBuf> = LazyLock::new(|| {
+    let root = shared_dir("atom");
+    build_repo(&root);
+    root.join("repo")
+});
+
 /// Fifteen commits on `main` (every third touches `docs/`), one on `side`, one whose message
 /// holds markup, `]]>`, control characters and invalid UTF-8.
-fn build_site(extra: &str) -> Site {
-    let dir = TempDir::new("atom");
-    let root = dir.path();
+fn build_repo(root: &Path) {
     let work = root.join("repo");
     init_repo(&work);
     for i in 0..15 {
@@ -65,7 +71,13 @@ fn build_site(extra: &str) -> Site {
         ],
     );
     git(&work, &["update-ref", "refs/heads/main", id.trim()]);
-    let rc = root.join("cgitrc");
+}
+
+/// The shared repository served with the global options `extra`, from a cgitrc of its own.
+fn build_site(extra: &str) -> Site {
+    let dir = TempDir::new("atom");
+    let work = REPO.clone();
+    let rc = dir.path().join("cgitrc");
     std::fs::write(
         &rc,
         format!(
@@ -189,7 +201,7 @@ fn feed_lists_the_newest_commits_of_the_branch() {
 fn repository_text_is_escaped() {
     let site = build_site("");
     let server = Server::start(&site.rc);
-    let xml = server.get("/repo/atom/").text();
+    let xml = server.page("/repo/atom/");
     let texts = parse(&xml);
     assert!(!xml.contains("<script>") && !xml.contains("<b>") && !xml.contains("]]>"));
     assert_eq!(
@@ -213,10 +225,10 @@ fn item_count_path_limit_and_all_refs() {
     let site = build_site("max-atom-items=3\n");
     let server = Server::start(&site.rc);
     assert_eq!(
-        entry_ids(&server.get("/repo/atom/").text()),
+        entry_ids(&server.page("/repo/atom/")),
         git_log(&site, &["-n", "3", "main"])
     );
-    let docs = server.get("/repo/atom/docs").text();
+    let docs = server.page("/repo/atom/docs");
     assert_eq!(
         entry_ids(&docs),
         git_log(&site, &["-n", "3", "main", "--", "docs"])
@@ -225,18 +237,18 @@ fn item_count_path_limit_and_all_refs() {
         texts_of(&parse(&docs), "title")[0],
         "repo/docs, branch main"
     );
-    let all = server.get("/repo/atom/?all=1").text();
+    let all = server.page("/repo/atom/?all=1");
     assert_eq!(entry_ids(&all), git_log(&site, &["-n", "3", "--all"]));
     let side = git_log(&site, &["-n", "1", "side"]).remove(0);
     assert!(entry_ids(&all).contains(&side));
-    assert!(!entry_ids(&server.get("/repo/atom/").text()).contains(&side));
+    assert!(!entry_ids(&server.page("/repo/atom/")).contains(&side));
 }
 
 #[test]
 fn noplainemail_hides_addresses() {
     let site = build_site("noplainemail=1\n");
     let server = Server::start(&site.rc);
-    let xml = server.get("/repo/atom/").text();
+    let xml = server.page("/repo/atom/");
     parse(&xml);
     assert!(!xml.contains("<email>") && !xml.contains("example.com"));
     assert!(xml.contains("<name>A U Thor</name>"));
@@ -250,7 +262,7 @@ fn repository_pages_link_their_feed() {
         ("/repo/", "/repo/atom/?h=main"),
         ("/repo/log/docs", "/repo/atom/docs?h=main"),
     ] {
-        let html = server.get(page).text();
+        let html = server.page(page);
         let link = format!(
             "<link rel='alternate' title='Atom feed' href='{feed}' type='application/atom+xml'/>"
         );

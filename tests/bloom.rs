@@ -6,8 +6,23 @@ mod common;
 use cgitd::repos::bloom::BloomFilters;
 use common::*;
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
-fn history(dir: &std::path::Path) -> Vec<String> {
+/// The history without a commit-graph, built once: (work tree, commits newest first). Every
+/// test writes graphs, so each works on a [`copy_of`] it.
+static HISTORY: LazyLock<(PathBuf, Vec<String>)> = LazyLock::new(|| {
+    let dir = shared_dir("bloom").join("repo");
+    let commits = history(&dir);
+    (dir, commits)
+});
+
+/// A private copy of the history: (its directory, commits).
+fn history_copy(tag: &str) -> (TempDir, Vec<String>) {
+    (copy_of(&HISTORY.0, tag), HISTORY.1.clone())
+}
+
+fn history(dir: &Path) -> Vec<String> {
     init_repo(dir);
     let names = [
         "a.txt",
@@ -34,7 +49,7 @@ fn history(dir: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
-fn check(dir: &std::path::Path, commits: &[String]) -> usize {
+fn check(dir: &Path, commits: &[String]) -> usize {
     let filters = BloomFilters::open(&dir.join(".git")).expect("filters present");
     let mut paths = BTreeSet::new();
     for c in commits {
@@ -92,8 +107,7 @@ fn check(dir: &std::path::Path, commits: &[String]) -> usize {
 #[test]
 fn filters_agree_with_git_for_both_versions() {
     for version in ["1", "2"] {
-        let dir = TempDir::new("bloom");
-        let commits = history(dir.path());
+        let (dir, commits) = history_copy("bloom");
         git(
             dir.path(),
             &[
@@ -115,8 +129,7 @@ fn filters_agree_with_git_for_both_versions() {
 
 #[test]
 fn split_graph_chains_are_read() {
-    let dir = TempDir::new("bloom-split");
-    let commits = history(dir.path());
+    let (dir, commits) = history_copy("bloom-split");
     git(
         dir.path(),
         &[
@@ -154,8 +167,7 @@ fn split_graph_chains_are_read() {
 
 #[test]
 fn no_graph_means_no_filters() {
-    let dir = TempDir::new("bloom-none");
-    history(dir.path());
+    let (dir, _) = history_copy("bloom-none");
     assert!(BloomFilters::open(&dir.path().join(".git")).is_none());
     git(dir.path(), &["commit-graph", "write", "--reachable"]);
     assert!(

@@ -7,14 +7,19 @@ mod common;
 use common::*;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 /// A non-UTF-8 file name (latin-1 "café.txt").
 const LATIN1_NAME: &[u8] = b"caf\xe9.txt";
 
+/// A cgitrc of its own (in `dir`, the server's working directory) over the repositories in
+/// `root`: the shared ones, or a test's own copy of them.
 struct Site {
     dir: TempDir,
+    root: PathBuf,
     rc: PathBuf,
     work: PathBuf,
+    _copy: Option<TempDir>,
 }
 
 /// Replaces HEAD's message with raw bytes (git itself re-encodes latin-1 messages on commit).
@@ -43,11 +48,15 @@ fn merge(dir: &Path, args: &[&str], date: &str) {
 
 /// A history with a merge TREESAME to one parent (`-s ours`), a real merge, a rename, tags, a
 /// symlink, binary and executable files, a single-child directory chain, a non-UTF-8 path and
-/// message, and (last) a submodule gitlink. Served bare with and without a commit-graph, plus
-/// an empty repository.
-fn build_site(extra_rc: &str) -> Site {
-    let dir = TempDir::new("browse");
-    let root = dir.path();
+/// message, and (last) a submodule gitlink: `work`, and bare clones of it with and without a
+/// commit-graph, plus an empty repository. Built once, read by every test.
+static REPOS: LazyLock<PathBuf> = LazyLock::new(|| {
+    let root = shared_dir("browse");
+    build_repos(&root);
+    root
+});
+
+fn build_repos(root: &Path) {
     let work = root.join("work");
     init_repo(&work);
     write(
@@ -131,7 +140,23 @@ fn build_site(extra_rc: &str) -> Site {
         &["commit-graph", "write", "--reachable", "--changed-paths"],
     );
     git(root, &["init", "-q", "--bare", "empty.git"]);
-    let rc = root.join("cgitrc");
+}
+
+/// The shared repositories served with `extra_rc` (where `{root}` names their directory).
+fn build_site(extra_rc: &str) -> Site {
+    site_over(REPOS.clone(), None, extra_rc)
+}
+
+/// A private copy of the repositories, for a test that writes objects into them.
+fn build_private_site(extra_rc: &str) -> Site {
+    let copy = copy_of(&REPOS, "browse-copy");
+    site_over(copy.path().to_path_buf(), Some(copy), extra_rc)
+}
+
+fn site_over(root: PathBuf, copy: Option<TempDir>, extra_rc: &str) -> Site {
+    let dir = TempDir::new("browse");
+    let work = root.join("work");
+    let rc = dir.path().join("cgitrc");
     let text = format!(
         "virtual-root=/\nsnapshots=tar.gz\nenable-log-filecount=1\nenable-log-linecount=1\n\
          enable-blame=1\nmax-commit-count=4\n{extra_rc}\n\
@@ -142,28 +167,27 @@ fn build_site(extra_rc: &str) -> Site {
         extra_rc = extra_rc.replace("{root}", &root.display().to_string()),
     );
     std::fs::write(&rc, text).unwrap();
-    Site { dir, rc, work }
+    Site {
+        dir,
+        root,
+        rc,
+        work,
+        _copy: copy,
+    }
 }
 
-/// The hrefs inside `div.content`.
-fn content_links(html: &str) -> Vec<String> {
+/// The hrefs inside `div.content`, one a line.
+fn content_links(html: &str) -> String {
     let start = html.find("<div class='content'>").expect("content div");
     let end = html.rfind("<!-- class=content -->").unwrap_or(html.len());
-    hrefs(&html[start..end])
+    hrefs(&html[start..end]).join("\n")
 }
 
+/// Each of `urls` is a page (200) whose links are cgit's.
 fn assert_links_match_cgit(site: &Site, server: &Server, urls: &[&str]) {
     for url in urls {
-        let Some(expected) = cgit(&site.rc, url) else {
-            return;
-        };
-        let ours = server.get(url);
-        assert_eq!(ours.status, 200, "{url}");
-        assert_eq!(
-            content_links(&ours.text()),
-            content_links(&expected),
-            "links on {url} differ from cgit"
-        );
+        server.page(url);
+        assert_like_cgit_by(server, &site.rc, url, content_links);
     }
 }
 
@@ -200,16 +224,16 @@ fn log_pages_show_history_with_paging_and_counts() {
         html.contains("<td>2</td><td><span class='deletions'>-3</span>/<span class='insertions'>+3</span></td>"),
         "a rename without rename detection: one file deleted, one added"
     );
-    let page2 = server.get("/r/log/?ofs=4").text();
+    let page2 = server.page("/r/log/?ofs=4");
     assert!(page2.contains("<li><a href='/r/log/'>[prev]</a></li>"));
     assert!(html.contains("<a class='tag-deco' href='/r/tag/?h=light'>light</a>"));
-    let last = server.get("/r/log/?ofs=8").text();
+    let last = server.page("/r/log/?ofs=8");
     assert!(last.contains(">Initial commit</a>"));
     assert!(last.contains("class='tag-annotated-deco' href='/r/tag/?h=v1.0'"));
     assert!(!last.contains("[next]"));
     let all: Vec<String> = [0, 4, 8]
         .iter()
-        .flat_map(|ofs| commit_ids_in(&server.get(&format!("/r/log/?ofs={ofs}")).text()))
+        .flat_map(|ofs| commit_ids_in(&server.page(&format!("/r/log/?ofs={ofs}"))))
         .collect();
     let expected: Vec<String> = git(&site.work, &["log", "--format=%H"])
         .lines()
@@ -222,13 +246,13 @@ fn log_pages_show_history_with_paging_and_counts() {
         "pages walk the whole history in git's order"
     );
 
-    let expanded = server.get("/r/log/?showmsg=1").text();
+    let expanded = server.page("/r/log/?showmsg=1");
     assert!(expanded.contains("<tr class='logheader'>"));
     assert!(expanded.contains("<td class='logsubject'>"));
     assert!(expanded.contains("class='logmsg'"));
     assert!(expanded.contains(">Collapse</a>"));
 
-    let path_log = server.get("/r/log/src").text();
+    let path_log = server.page("/r/log/src");
     assert!(path_log.contains(
         "<div class='path'>path: <a href='/r/log/'>root</a>/<a href='/r/log/src'>src</a></div>"
     ));
@@ -259,7 +283,7 @@ fn log_pages_show_history_with_paging_and_counts() {
 fn log_search_and_ranges() {
     let site = build_site("");
     let server = Server::start(&site.rc);
-    let grep = server.get("/r/log/?qt=grep&q=SIDE").text();
+    let grep = server.page("/r/log/?qt=grep&q=SIDE");
     let ids = commit_ids_in(&grep);
     let expected: Vec<String> = git(&site.work, &["log", "-i", "--grep=side", "--format=%H"])
         .lines()
@@ -285,17 +309,17 @@ fn log_search_and_ranges() {
         .lines()
         .map(str::to_string)
         .collect();
-        let ids = commit_ids_in(&server.get(&url).text());
+        let ids = commit_ids_in(&server.page(&url));
         assert_eq!(!ids.is_empty(), finds, "{pattern}");
         assert_eq!(ids, expected[..ids.len()].to_vec(), "{pattern}");
     }
     let bad = server.get("/r/log/?qt=grep&q=%5Bunclosed");
     assert_eq!(bad.status, 400);
     assert!(bad.text().contains("Invalid search pattern: [unclosed"));
-    let author = server.get("/r/log/?qt=author&q=thor").text();
+    let author = server.page("/r/log/?qt=author&q=thor");
     assert_eq!(commit_ids_in(&author).len(), 4);
-    assert!(commit_ids_in(&server.get("/r/log/?qt=committer&q=nobody").text()).is_empty());
-    let range = server.get("/r/log/?qt=range&q=v1.0..side").text();
+    assert!(commit_ids_in(&server.page("/r/log/?qt=committer&q=nobody")).is_empty());
+    let range = server.page("/r/log/?qt=range&q=v1.0..side");
     let expected: Vec<String> = git(&site.work, &["log", "--format=%H", "v1.0..side"])
         .lines()
         .map(str::to_string)
@@ -315,7 +339,7 @@ fn open(path: &Path) -> gix::Repository {
 fn path_limited_log_equals_git_log() {
     let site = build_site("");
     for repo_dir in ["plain.git", "graph.git"] {
-        let dir = site.dir.path().join(repo_dir);
+        let dir = site.root.join(repo_dir);
         let repo = open(&dir);
         let bloom = cgitd::repos::bloom::BloomFilters::open(&dir).map(std::sync::Arc::new);
         assert_eq!(bloom.is_some(), repo_dir == "graph.git");
@@ -369,7 +393,7 @@ fn commit_graph_column_and_both_repository_kinds() {
     let server = Server::start(&site.rc);
     let html: String = ["/g/log/?showmsg=1", "/g/log/?ofs=4", "/g/log/?ofs=8"]
         .iter()
-        .map(|u| server.get(u).text())
+        .map(|u| server.page(u))
         .collect();
     assert!(html.contains("<td class='commitgraph'>"));
     assert!(
@@ -380,15 +404,15 @@ fn commit_graph_column_and_both_repository_kinds() {
         html.contains("<span class='column2'>/</span>"),
         "and joins it"
     );
-    let graph = commit_ids_in(&server.get("/g/log/?ofs=0").text());
+    let graph = commit_ids_in(&server.page("/g/log/?ofs=0"));
     let expected: Vec<String> = git(&site.work, &["log", "--topo-order", "--format=%H", "-n4"])
         .lines()
         .map(str::to_string)
         .collect();
     assert_eq!(graph, expected, "graph logs are in topological order");
     assert_eq!(
-        commit_ids_in(&server.get("/g/log/f.txt").text()),
-        commit_ids_in(&server.get("/r/log/f.txt").text()),
+        commit_ids_in(&server.page("/g/log/f.txt")),
+        commit_ids_in(&server.page("/r/log/f.txt")),
         "commit-graph and plain repositories walk alike"
     );
 }
@@ -419,12 +443,12 @@ fn tree_pages_list_and_show_files() {
         "blob sizes"
     );
     let first = git(&site.work, &["rev-list", "--max-parents=0", "HEAD"]);
-    assert!(server.get("/m/tree/").text().contains(&format!(
+    assert!(server.page("/m/tree/").contains(&format!(
         "<a class='ls-mod' href='https://x.org/c/{}'>sub</a> @ {}",
         first.trim(),
         &first[..7]
     )));
-    let file = server.get("/r/tree/src/app.rs?h=main").text();
+    let file = server.page("/r/tree/src/app.rs?h=main");
     assert!(file.contains("<title>app.rs « src - r - [no description]</title>"));
     assert!(file.contains("<div class='path'>path: <a href='/r/tree/'>root</a>/<a href='/r/tree/src'>src</a>/<a href='/r/tree/src/app.rs'>app.rs</a></div>"));
     assert!(file.contains(
@@ -432,10 +456,10 @@ fn tree_pages_list_and_show_files() {
     ));
     assert!(file.contains("<a id='n3' href='#n3'>3</a>"));
     assert!(file.contains("<td class='lines'><pre><code>fn main() {\n    println!(&quot;changed&quot;);\n}\n</code></pre>"));
-    let bin = server.get("/r/tree/bin.dat").text();
+    let bin = server.page("/r/tree/bin.dat");
     assert!(bin.contains("<table summary='blob content' class='bin-blob'>"));
     assert!(bin.contains("<td class='hex'> 00 01 62 69 6e 61 72 79 3c 26 3e ff </td><td class='hex'>..binary&lt;&amp;&gt;.</td>"));
-    let old = server.get("/r/tree/src?id=v1.0").text();
+    let old = server.page("/r/tree/src?id=v1.0");
     assert!(old.contains("href='/r/tree/src/main.rs?id=v1.0'"));
     assert_eq!(server.get("/r/tree/nope").status, 404);
     assert!(server.get("/r/tree/nope").text().contains("Path not found"));
@@ -471,13 +495,13 @@ fn tree_pages_list_and_show_files() {
 
 #[test]
 fn max_blob_size_and_line_numbers_options() {
-    let site = build_site("max-blob-size=1\nenable-tree-linenumbers=0\n");
+    let site = build_private_site("max-blob-size=1\nenable-tree-linenumbers=0\n");
     let server = Server::start(&site.rc);
-    let html = server.get("/r/tree/README.md").text();
+    let html = server.page("/r/tree/README.md");
     assert!(!html.contains("class='linenumbers'"));
     assert!(html.contains("<td class='lines'>"));
     let big = "y\n".repeat(1500);
-    let dir = site.dir.path().join("plain.git");
+    let dir = site.root.join("plain.git");
     let blob = {
         let mut cmd = git_command(&dir, &["hash-object", "-w", "--stdin"]);
         cmd.stdin(std::process::Stdio::piped())
@@ -568,7 +592,7 @@ fn plain_and_blob_serve_raw_bytes_safely() {
     assert!(html.contains("<title>/a/b/</title>"));
     assert!(html.contains("<li><a href='/r/plain/a/?h=side'>../</a></li>"));
     assert!(html.contains("<li><a href='/r/plain/a/b/c/?h=side'>c</a></li>"));
-    let root = server.get("/r/plain/").text();
+    let root = server.page("/r/plain/");
     assert!(
         !root.contains("../") && !root.contains(">sub<"),
         "no parent, no gitlinks"
@@ -604,6 +628,7 @@ fn html_serving_keeps_declared_types() {
     let site = build_site("enable-html-serving=1\nmimetype.md=text/html\n");
     let server = Server::start(&site.rc);
     let r = server.get("/r/plain/README.md");
+    assert_eq!(r.status, 200);
     assert_eq!(r.header("content-type"), Some("text/html; charset=UTF-8"));
     assert!(r.header("content-security-policy").is_none());
     let r = server.get("/r/plain/src/app.rs");
@@ -618,7 +643,7 @@ fn html_serving_keeps_declared_types() {
 fn tag_pages() {
     let site = build_site("");
     let server = Server::start(&site.rc);
-    let html = server.get("/r/tag/?h=v1.0").text();
+    let html = server.page("/r/tag/?h=v1.0");
     let tag_id = git(&site.work, &["rev-parse", "v1.0"]);
     assert!(html.contains(&format!(
         "<tr><td>tag name</td><td>v1.0 ({})</td></tr>",
@@ -632,7 +657,7 @@ fn tag_pages() {
     );
     assert!(html.contains("<div class='commit-subject'>Version 1.0</div><div class='commit-msg'>\nFirst &lt;release&gt;.\n</div>"));
     assert!(html.contains("<a href='/r/snapshot/r-1.0.tar.gz'>r-1.0.tar.gz</a><br/>"));
-    let light = server.get("/r/tag/?h=light").text();
+    let light = server.page("/r/tag/?h=light");
     assert!(light.contains("<tr><td>tag name</td><td>light</td></tr>"));
     assert!(!light.contains("commit-subject"));
     let r = server.get("/r/tag/?h=main");
@@ -670,6 +695,10 @@ fn empty_repository_and_bad_input_never_break() {
         assert!(r.status < 500, "{url}: {}", r.status);
         assert!(!r.text().contains("<script>"), "{url} echoes markup");
     }
+    // the one that names markup (as a branch) answers with it escaped
+    let tag = server.get("/r/tag/?h=%3Cscript%3E");
+    let text = tag.text_with(404, "a tag named <script>");
+    assert!(text.contains("Invalid branch: &lt;script&gt;"), "{text}");
     assert_eq!(server.get("/empty/log/").status, 200);
     assert_eq!(server.get("/r/log/?id=nope").status, 404);
     assert!(matches!(
@@ -677,6 +706,7 @@ fn empty_repository_and_bad_input_never_break() {
         400 | 404
     ));
     assert!(!site.dir.path().join("x").exists());
+    assert!(!site.root.join("x").exists());
 }
 
 /// A repository whose readmes try every trick: raw HTML, scripts, event handlers,
@@ -765,17 +795,17 @@ fn about_pages_render_sanitized_readmes() {
             .text()
             .contains("href='/md/about/'>about</a>")
     );
-    assert!(!server.get("/none2/log/").text().contains(">about</a>"));
+    assert!(!server.page("/none2/log/").contains(">about</a>"));
     let logo = server.get("/md/about/../img/logo.png");
     assert_eq!(logo.status, 200);
     assert_eq!(logo.header("content-type"), Some("image/png"));
-    let guide = server.get("/md/about/guide.md").text();
+    let guide = server.page("/md/about/guide.md");
     assert!(guide.contains("<h1>Guide</h1>"));
     assert_eq!(server.get("/md/about/../../../etc/passwd").status, 404);
 
-    let txt = server.get("/txt/about/").text();
+    let txt = server.page("/txt/about/");
     assert!(txt.contains("<div id='summary'><pre>plain &lt;b&gt;notes&lt;/b&gt;\n</pre></div>"));
-    let disk = server.get("/disk/about/").text();
+    let disk = server.page("/disk/about/");
     assert!(
         disk.contains("<h1>On disk <a rel=\"noopener noreferrer\">rel</a></h1>"),
         "relative links of readmes on disk are dropped: {disk}"
@@ -787,7 +817,7 @@ fn about_pages_render_sanitized_readmes() {
         "a readme symlinked out of the repository"
     );
     assert!(!escape.text().contains("TOP SECRET"));
-    assert!(!server.get("/escape/").text().contains(">about</a>"));
+    assert!(!server.page("/escape/").contains(">about</a>"));
 
     let none = server.get("/none/about/");
     assert_eq!(none.status, 302);
@@ -796,7 +826,7 @@ fn about_pages_render_sanitized_readmes() {
     assert_eq!(none2.status, 302);
     assert_eq!(none2.header("location"), Some("/none2/"));
 
-    let filtered = server.get("/filtered/about/").text();
+    let filtered = server.page("/filtered/about/");
     assert!(
         filtered.contains("<p class=\"arg\">docs/README.md filtered</p>"),
         "{filtered}"
@@ -834,8 +864,8 @@ fn git_stdin(dir: &Path, args: &[&str], input: &[u8]) -> String {
 
 #[test]
 fn huge_trees_and_blobs_are_cut_with_a_note() {
-    let site = build_site("");
-    let dir = site.dir.path().join("plain.git");
+    let site = build_private_site("");
+    let dir = site.root.join("plain.git");
     let small = git_stdin(&dir, &["hash-object", "-w", "--stdin"], b"x\n");
     let listing: String = (0..3100)
         .map(|i| format!("100644 blob {small}\tf{i:05}\n"))
@@ -846,7 +876,7 @@ fn huge_trees_and_blobs_are_cut_with_a_note() {
     let tree = git_stdin(&dir, &["mktree"], listing.as_bytes());
     let commit = git(&dir, &["commit-tree", &tree, "-m", "huge"]);
     let server = Server::start(&site.rc);
-    let html = server.get(&format!("/r/tree/?id={}", commit.trim())).text();
+    let html = server.page(&format!("/r/tree/?id={}", commit.trim()));
     assert!(html.contains("f02999"));
     assert!(
         !html.contains("f03000"),
@@ -883,9 +913,9 @@ fn url_encode(value: &str) -> String {
 fn path_logs_follow_renames_like_git() {
     let site = build_site("enable-follow-links=1\nmax-commit-count=50\n");
     let server = Server::start(&site.rc);
-    let plain = server.get("/r/log/src/app.rs").text();
+    let plain = server.page("/r/log/src/app.rs");
     assert!(plain.contains(" (<a href='/r/log/src/app.rs?follow=1'>follow</a>)"));
-    let followed = server.get("/r/log/src/app.rs?follow=1").text();
+    let followed = server.page("/r/log/src/app.rs?follow=1");
     assert!(followed.contains(" (<a href='/r/log/src/app.rs'>unfollow</a>)"));
     let ids = commit_ids_in(&followed);
     let expected: Vec<String> = git(
@@ -903,23 +933,13 @@ fn path_logs_follow_renames_like_git() {
     assert!(followed.contains(&format!("<a href='/r/commit/?id={}'>", expected[1])));
     // the toggle sits in the path line as in cgit (whose own --follow list is not git's)
     for url in ["/r/log/src/app.rs", "/r/log/src/app.rs?follow=1"] {
-        let path_div = |html: &str| {
-            let start = html.find("<div class='path'>").expect("path line");
-            html[start..start + html[start..].find("</div>").unwrap()].to_string()
-        };
-        if let Some(theirs) = cgit(&site.rc, url) {
-            assert_eq!(
-                path_div(&server.get(url).text()),
-                path_div(&theirs),
-                "{url}"
-            );
-        }
+        assert_like_cgit(&server, &site.rc, url, &[("<div class='path'>", "</div>")]);
     }
     // without enable-follow-links the parameter does nothing
     let site = build_site("max-commit-count=50\n");
     let server = Server::start(&site.rc);
     assert_eq!(
-        commit_ids_in(&server.get("/r/log/src/app.rs?follow=1").text()),
-        commit_ids_in(&server.get("/r/log/src/app.rs").text())
+        commit_ids_in(&server.page("/r/log/src/app.rs?follow=1")),
+        commit_ids_in(&server.page("/r/log/src/app.rs"))
     );
 }

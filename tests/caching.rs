@@ -4,11 +4,20 @@
 mod common;
 
 use common::*;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 use std::time::Duration;
 
-fn site(tag: &str) -> (TempDir, std::path::PathBuf, std::path::PathBuf) {
-    let dir = TempDir::new(tag);
-    let work = dir.path().join("work");
+/// A work repository with three commits and `served.git`, a bare clone of it served as `r`;
+/// built once. Tests that push or gc work on a [`copy_of`] it.
+static SHARED: LazyLock<PathBuf> = LazyLock::new(|| {
+    let root = shared_dir("caching");
+    build_repos(&root);
+    root
+});
+
+fn build_repos(root: &Path) {
+    let work = root.join("work");
     init_repo(&work);
     for i in 0..3 {
         write(&work, &format!("file{i}.txt"), format!("{i}\n").repeat(200));
@@ -18,10 +27,34 @@ fn site(tag: &str) -> (TempDir, std::path::PathBuf, std::path::PathBuf) {
             &format!("2024-01-0{}T00:00:00+00:00", i + 1),
         );
     }
-    git(dir.path(), &["clone", "-q", "--bare", "work", "served.git"]);
-    let served = dir.path().join("served.git");
-    let rc = dir.path().join("cgitrc");
-    std::fs::write(&rc, format!("repo.url=r\nrepo.path={}\n", served.display())).unwrap();
+    git(root, &["clone", "-q", "--bare", "work", "served.git"]);
+}
+
+/// A cgitrc in `dir` (prefixed with the global options `globals`) serving `root`'s
+/// `served.git` as `r`.
+fn rc_for(dir: &Path, root: &Path, globals: &str) -> PathBuf {
+    let rc = dir.join("cgitrc");
+    let served = root.join("served.git");
+    std::fs::write(
+        &rc,
+        format!("{globals}repo.url=r\nrepo.path={}\n", served.display()),
+    )
+    .unwrap();
+    rc
+}
+
+/// The shared repositories with a cgitrc of their own; returns (rc dir, rc, work tree).
+fn site(tag: &str) -> (TempDir, PathBuf, PathBuf) {
+    let dir = TempDir::new(tag);
+    let rc = rc_for(dir.path(), &SHARED, "");
+    (dir, rc, SHARED.join("work"))
+}
+
+/// A private copy of the repositories (for pushes, gc); returns (copy, rc, work tree).
+fn private_site(tag: &str) -> (TempDir, PathBuf, PathBuf) {
+    let dir = copy_of(&SHARED, tag);
+    let rc = rc_for(dir.path(), dir.path(), "");
+    let work = dir.path().join("work");
     (dir, rc, work)
 }
 
@@ -59,10 +92,9 @@ fn etag_and_conditional_requests() {
             .status,
         304
     );
-    assert!(
-        server.get("/nope/").header("etag").is_none(),
-        "errors carry no ETag"
-    );
+    let error = server.get("/nope/");
+    assert_eq!(error.status, 404);
+    assert!(error.header("etag").is_none(), "errors carry no ETag");
 }
 
 #[test]
@@ -87,6 +119,7 @@ fn immutable_only_when_every_revision_is_a_full_id() {
         "public, max-age=300"
     );
     assert_eq!(cc("/r/"), "public, max-age=300");
+    assert_eq!(server.get("/nope/").status, 404);
     assert!(!cc("/nope/").contains("immutable"));
 }
 
@@ -112,9 +145,10 @@ fn compression_and_head_requests() {
 
 #[test]
 fn pushes_show_up_on_the_next_request() {
-    let (dir, rc, work) = site("fresh");
+    let (dir, rc, work) = private_site("fresh");
     let server = Server::start(&rc);
     let before = server.get("/r/");
+    assert_eq!(before.status, 200);
     let etag = before.header("etag").unwrap().to_string();
     assert!(!before.text().contains("pushed commit"));
     write(&work, "new.txt", "new\n");
@@ -144,9 +178,9 @@ fn pushes_show_up_on_the_next_request() {
         .contains("v9.9")
         && r.text().contains("?h=topic")));
     git(&served, &["branch", "-D", "topic"]);
-    assert!(eventually(&server, "/r/refs/", |r| !r
-        .text()
-        .contains("?h=topic")));
+    assert!(eventually(&server, "/r/refs/", |r| r.status == 200
+        && r.text().contains("v9.9")
+        && !r.text().contains("?h=topic")));
     assert!(eventually(&server, "/r/", |r| r
         .text()
         .contains("tag-annotated-deco")));
@@ -154,7 +188,7 @@ fn pushes_show_up_on_the_next_request() {
 
 #[test]
 fn gc_repack_and_pack_refs_while_serving_cause_no_errors() {
-    let (dir, rc, work) = site("gc");
+    let (dir, rc, work) = private_site("gc");
     let served = dir.path().join("served.git");
     let server = Server::start(&rc);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -195,10 +229,8 @@ fn gc_repack_and_pack_refs_while_serving_cause_no_errors() {
 
 #[test]
 fn metrics_endpoint_counts_requests_and_rebuilds() {
-    let (_dir, rc, _work) = site("metrics");
-    let mut text = std::fs::read_to_string(&rc).unwrap();
-    text.insert_str(0, "metrics-path=/metrics\n");
-    std::fs::write(&rc, text).unwrap();
+    let dir = TempDir::new("metrics");
+    let rc = rc_for(dir.path(), &SHARED, "metrics-path=/metrics\n");
     let server = Server::start(&rc);
     server.get("/r/");
     server.get("/r/refs/");

@@ -3,7 +3,9 @@
 mod common;
 
 use common::*;
+use std::path::PathBuf;
 use std::process::Command;
+use std::sync::LazyLock;
 
 fn cgitd(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_cgitd"))
@@ -13,12 +15,19 @@ fn cgitd(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-fn one_repo_site(tag: &str) -> (TempDir, std::path::PathBuf) {
-    let dir = TempDir::new(tag);
-    let repo = dir.path().join("r");
+/// A repository with one commit, built once; the tests change only their own cgitrc.
+static REPO: LazyLock<PathBuf> = LazyLock::new(|| {
+    let repo = shared_dir("cli").join("r");
     init_repo(&repo);
     write(&repo, "f", "x\n");
     commit_all(&repo, "only commit", "2024-01-01T00:00:00+00:00");
+    repo
+});
+
+/// A cgitrc (with an include and an unknown key) serving the shared repository as `r`.
+fn one_repo_site(tag: &str) -> (TempDir, PathBuf) {
+    let dir = TempDir::new(tag);
+    let repo = &*REPO;
     let rc = dir.path().join("cgitrc");
     std::fs::write(
         &rc,

@@ -5,16 +5,24 @@ mod common;
 
 use common::*;
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
+/// A cgitrc of its own over the repositories in `root` (the shared ones or a private copy).
 struct Site {
-    dir: TempDir,
+    _dir: TempDir,
+    root: PathBuf,
     rc: PathBuf,
 }
 
+/// The repositories, built once and only read by the tests.
+static REPOS: LazyLock<PathBuf> = LazyLock::new(|| {
+    let root = shared_dir("clone");
+    build_repos(&root);
+    root
+});
+
 /// A work repository (loose objects and refs) and a packed bare clone of it.
-fn build_site(extra: &str) -> Site {
-    let dir = TempDir::new("clone");
-    let root = dir.path();
+fn build_repos(root: &Path) {
     let work = root.join("work");
     init_repo(&work);
     write(&work, "README", "hello\n");
@@ -33,7 +41,23 @@ fn build_site(extra: &str) -> Site {
     let packed = root.join("packed.git");
     git(&packed, &["repack", "-a", "-d", "-q"]);
     git(&packed, &["pack-refs", "--all"]);
-    let rc = root.join("cgitrc");
+}
+
+/// The shared repositories served with the global options `extra`.
+fn build_site(extra: &str) -> Site {
+    let dir = TempDir::new("clone");
+    site_over(dir, REPOS.clone(), extra)
+}
+
+/// A private copy of the repositories, for a test that plants files in them.
+fn build_private_site(extra: &str) -> Site {
+    let dir = copy_of(&REPOS, "clone-copy");
+    let root = dir.path().to_path_buf();
+    site_over(dir, root, extra)
+}
+
+fn site_over(dir: TempDir, root: PathBuf, extra: &str) -> Site {
+    let rc = dir.path().join("cgitrc");
     std::fs::write(
         &rc,
         format!(
@@ -43,7 +67,11 @@ fn build_site(extra: &str) -> Site {
         ),
     )
     .unwrap();
-    Site { dir, rc }
+    Site {
+        _dir: dir,
+        root,
+        rc,
+    }
 }
 
 /// `git clone --mirror` over dumb HTTP into `dest`.
@@ -86,7 +114,8 @@ fn assert_same_repository(source: &Path, copy: &Path) {
 #[test]
 fn git_clones_packed_and_loose_repositories() {
     let site = build_site("");
-    let root = site.dir.path();
+    let root = &site.root;
+    let copies = TempDir::new("clone-copies");
     let server = Server::start(&site.rc);
     let packed = root.join("packed.git");
     assert!(
@@ -96,16 +125,18 @@ fn git_clones_packed_and_loose_repositories() {
             >= 2,
         "the packed repository has a pack"
     );
-    clone_mirror(&server, "packed", &root.join("packed-copy.git"));
-    assert_same_repository(&packed, &root.join("packed-copy.git"));
-    clone_mirror(&server, "loose", &root.join("loose-copy.git"));
-    assert_same_repository(&root.join("work"), &root.join("loose-copy.git"));
+    let packed_copy = copies.path().join("packed-copy.git");
+    clone_mirror(&server, "packed", &packed_copy);
+    assert_same_repository(&packed, &packed_copy);
+    let loose_copy = copies.path().join("loose-copy.git");
+    clone_mirror(&server, "loose", &loose_copy);
+    assert_same_repository(&root.join("work"), &loose_copy);
 }
 
 #[test]
 fn info_refs_lists_refs_like_git() {
     let site = build_site("");
-    let root = site.dir.path();
+    let root = &site.root;
     let server = Server::start(&site.rc);
     for (repo, dir) in [
         ("packed", root.join("packed.git")),
@@ -126,7 +157,7 @@ fn info_refs_lists_refs_like_git() {
 #[test]
 fn head_and_pack_list() {
     let site = build_site("");
-    let root = site.dir.path();
+    let root = &site.root;
     let server = Server::start(&site.rc);
     let head = server.get("/packed/HEAD");
     assert_eq!(head.status, 200);
@@ -156,8 +187,8 @@ fn head_and_pack_list() {
 
 #[test]
 fn planted_symlinks_and_dot_dot_are_refused() {
-    let site = build_site("");
-    let root = site.dir.path();
+    let site = build_private_site("");
+    let root = &site.root;
     let secret = root.join("secret");
     std::fs::create_dir_all(&secret).unwrap();
     std::fs::write(secret.join("key"), "TOP SECRET\n").unwrap();

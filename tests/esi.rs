@@ -5,25 +5,28 @@
 mod common;
 
 use common::*;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 use std::time::Duration;
 
 struct Forks {
-    _dir: TempDir,
-    rc: std::path::PathBuf,
-    work: std::path::PathBuf,
-    a: std::path::PathBuf,
+    rc: PathBuf,
+    work: PathBuf,
+    a: PathBuf,
     commits: Vec<(String, Option<&'static str>)>,
 }
 
+/// The forks, built once and only read; the test that pushes works on a [`copy_of`] them.
+static FORKS: LazyLock<Forks> = LazyLock::new(|| build(&shared_dir("esi")));
+
 /// A history with small, large, binary and renamed changes, served as fork `a` and fork `b`
 /// (a clone of `a` with one more commit), both with enable-esi.
-fn forks() -> Forks {
-    let dir = TempDir::new("esi");
-    let work = dir.path().join("work");
+fn build(root: &Path) -> Forks {
+    let work = root.join("work");
     init_repo(&work);
     write(&work, "src/lib.rs", "fn one() {}\n".repeat(20));
     write(&work, "README", "hello\n");
-    let root = commit_all(&work, "root commit", "2024-01-01T00:00:00+00:00");
+    let root_commit = commit_all(&work, "root commit", "2024-01-01T00:00:00+00:00");
     write(&work, "src/lib.rs", "fn one() {}\nfn two() {}\n".repeat(12));
     let small = commit_all(&work, "small change", "2024-01-02T00:00:00+00:00");
     let big: String = (0..3000).map(|i| format!("line {i} <&>\n")).collect();
@@ -33,36 +36,42 @@ fn forks() -> Forks {
     let binary = commit_all(&work, "binary file", "2024-01-04T00:00:00+00:00");
     git(&work, &["mv", "README", "README.md"]);
     let rename = commit_all(&work, "rename", "2024-01-05T00:00:00+00:00");
-    git(dir.path(), &["clone", "-q", "--bare", "work", "a.git"]);
-    git(dir.path(), &["clone", "-q", "--bare", "a.git", "b.git"]);
-    let b_work = dir.path().join("bwork");
-    git(dir.path(), &["clone", "-q", "b.git", "bwork"]);
+    git(root, &["clone", "-q", "--bare", "work", "a.git"]);
+    git(root, &["clone", "-q", "--bare", "a.git", "b.git"]);
+    let b_work = root.join("bwork");
+    git(root, &["clone", "-q", "b.git", "bwork"]);
     write(&b_work, "fork.txt", "only in b\n");
     commit_all(&b_work, "fork-only commit", "2024-01-06T00:00:00+00:00");
     git(&b_work, &["push", "-q", "origin", "main"]);
-    let rc = dir.path().join("cgitrc");
-    std::fs::write(
-        &rc,
-        format!(
-            "enable-esi=1\nrepo.url=a\nrepo.path={d}/a.git\nrepo.url=b\nrepo.path={d}/b.git\n",
-            d = dir.path().display()
-        ),
-    )
-    .unwrap();
-    let a = dir.path().join("a.git");
-    Forks {
-        _dir: dir,
-        rc,
-        work,
-        a,
-        commits: vec![
-            (root, None),
+    forks_in(
+        root,
+        vec![
+            (root_commit, None),
             (small.clone(), None),
             (small, Some("src/lib.rs")),
             (large, None),
             (binary, None),
             (rename, None),
         ],
+    )
+}
+
+/// Writes the cgitrc serving `root`'s forks; `commits` as [`build`] made them.
+fn forks_in(root: &Path, commits: Vec<(String, Option<&'static str>)>) -> Forks {
+    let rc = root.join("cgitrc");
+    std::fs::write(
+        &rc,
+        format!(
+            "enable-esi=1\nrepo.url=a\nrepo.path={d}/a.git\nrepo.url=b\nrepo.path={d}/b.git\n",
+            d = root.display()
+        ),
+    )
+    .unwrap();
+    Forks {
+        rc,
+        work: root.join("work"),
+        a: root.join("a.git"),
+        commits,
     }
 }
 
@@ -77,7 +86,7 @@ fn page_url(repo: &str, page: &str, id: &str, path: Option<&str>, dt: u8) -> Str
 
 #[test]
 fn varnish_assembles_the_same_page_and_shares_fragments_across_forks() {
-    let forks = forks();
+    let forks = &*FORKS;
     let server = Server::start(&forks.rc);
     let Some(varnish) = Varnish::start(&server.addr) else {
         return;
@@ -121,7 +130,8 @@ fn varnish_assembles_the_same_page_and_shares_fragments_across_forks() {
     assert!(hit, "fragment hit through fork b");
     let b_html = b_page.text();
     assert!(b_html.contains("href='/b/log/'") && !b_html.contains("href='/a/"));
-    let a_html = varnish.get(&page_url("a", "commit", small, None, 0)).text();
+    let a_page = varnish.get(&page_url("a", "commit", small, None, 0));
+    let a_html = a_page.text_with(200, "fork a's commit page through Varnish");
     assert!(a_html.contains("href='/a/log/'") && !a_html.contains("href='/b/"));
     let frame = server.request(
         "GET",
@@ -149,7 +159,7 @@ fn varnish_assembles_the_same_page_and_shares_fragments_across_forks() {
 
 #[test]
 fn fragments_are_guarded() {
-    let forks = forks();
+    let forks = &*FORKS;
     let mut rc = std::fs::read_to_string(&forks.rc).unwrap();
     rc.push_str(&format!(
         "repo.url=hidden\nrepo.path={}\nrepo.hide=1\n",
@@ -159,8 +169,10 @@ fn fragments_are_guarded() {
         "repo.url=plain\nrepo.path={}\nrepo.enable-esi=0\n",
         forks.a.display()
     ));
-    std::fs::write(&forks.rc, rc).unwrap();
-    let server = Server::start(&forks.rc);
+    let dir = TempDir::new("esi-guarded");
+    let rc_path = dir.path().join("cgitrc");
+    std::fs::write(&rc_path, rc).unwrap();
+    let server = Server::start(&rc_path);
     let (small, _) = &forks.commits[1];
     let ok = server.get(&format!("/a/esi-diff/?id={small}"));
     assert_eq!(ok.status, 200);
@@ -200,12 +212,14 @@ fn fragments_are_guarded() {
 
 #[test]
 fn branch_pages_through_varnish_follow_pushes() {
-    let forks = forks();
+    let copy = copy_of(FORKS.rc.parent().unwrap(), "esi-push");
+    let forks = forks_in(copy.path(), FORKS.commits.clone());
     let server = Server::start(&forks.rc);
     let Some(varnish) = Varnish::start(&server.addr) else {
         return;
     };
     let before = varnish.get("/a/commit/?h=main");
+    assert_eq!(before.status, 200);
     assert!(before.text().contains("rename"));
     write(&forks.work, "new.txt", "new\n");
     commit_all(

@@ -7,6 +7,7 @@ mod common;
 
 use common::*;
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 /// Writes an executable shell script.
 fn script(path: &Path, body: &str) {
@@ -15,10 +16,10 @@ fn script(path: &Path, body: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-/// A repository with one commit (a message with markup and a bug number, a note, a C file),
-/// and the cgitrc naming it after `globals`.
-fn setup(dir: &TempDir, globals: &str) -> (PathBuf, String) {
-    let work = dir.path().join("work");
+/// A repository with one commit (a message with markup and a bug number, a note, a C file)
+/// and an annotated tag, built once: (work tree, commit id).
+static REPO: LazyLock<(PathBuf, String)> = LazyLock::new(|| {
+    let work = shared_dir("filters").join("work");
     init_repo(&work);
     write(&work, "src/main.c", "int main(void) { return 1 < 2; }\n");
     let id = commit_all(
@@ -28,6 +29,13 @@ fn setup(dir: &TempDir, globals: &str) -> (PathBuf, String) {
     );
     git(&work, &["notes", "add", "-m", "Note #7", &id]);
     git(&work, &["tag", "-a", "v1", "-m", "Release"]);
+    (work, id)
+});
+
+/// The cgitrc (in `dir`, with the filters' scripts) naming the shared repository after
+/// `globals`; returns it and the commit id.
+fn setup(dir: &TempDir, globals: &str) -> (PathBuf, String) {
+    let (work, id) = &*REPO;
     let rc = dir.path().join("cgitrc");
     std::fs::write(
         &rc,
@@ -37,7 +45,7 @@ fn setup(dir: &TempDir, globals: &str) -> (PathBuf, String) {
         ),
     )
     .unwrap();
-    (rc, id)
+    (rc, id.clone())
 }
 
 #[test]
@@ -57,7 +65,7 @@ fn commit_filter_and_email_filter_on_the_commit_page() {
     );
     let (rc, id) = setup(&dir, &globals);
     let server = Server::start(&rc);
-    let html = server.get(&format!("/r/commit/?id={id}")).text();
+    let html = server.page(&format!("/r/commit/?id={id}"));
     // filters get the escaped text and their output is taken as HTML
     assert!(
         html.contains("<div class='commit-subject'>[r]Fix &lt;b&gt;bold&lt;/b&gt; &amp; more"),
@@ -71,12 +79,12 @@ fn commit_filter_and_email_filter_on_the_commit_page() {
         "<th>author</th><td>{<author@example.com> commit}A U Thor &lt;author@example.com&gt;</td>"
     ));
     // the log, summary and refs pages run the email filter on author names
-    let log = server.get("/r/log/").text();
+    let log = server.page("/r/log/");
     assert!(
         log.contains("<td>{<author@example.com> log}A U Thor</td>"),
         "{log}"
     );
-    let summary = server.get("/r/").text();
+    let summary = server.page("/r/");
     assert!(summary.contains("<td>{<author@example.com> log}A U Thor</td>"));
     assert!(summary.contains("<td>{<author@example.com> refs}A U Thor</td>"));
 }
@@ -86,12 +94,12 @@ fn without_filters_the_same_text_is_escaped() {
     let dir = TempDir::new("no-filters");
     let (rc, id) = setup(&dir, "");
     let server = Server::start(&rc);
-    let html = server.get(&format!("/r/commit/?id={id}")).text();
+    let html = server.page(&format!("/r/commit/?id={id}"));
     assert!(html.contains("<div class='commit-subject'>Fix &lt;b&gt;bold&lt;/b&gt; &amp; more"));
     assert!(html.contains("<div class='commit-msg'>Body mentions bug #42.\n</div>"));
-    let blob = server.get("/r/tree/src/main.c").text();
+    let blob = server.page("/r/tree/src/main.c");
     assert!(blob.contains("<code>int main(void) { return 1 &lt; 2; }\n</code>"));
-    let index = server.get("/").text();
+    let index = server.page("/");
     assert!(
         index.contains(
             "<td><a href='/?q=Jane+%3cjane@example.com%3e'>Jane &lt;jane@example.com&gt;</a></td>"
@@ -121,29 +129,18 @@ fn source_filter_highlights_blobs_and_owner_filter_the_index() {
     );
     let (rc, _) = setup(&dir, &globals);
     let server = Server::start(&rc);
-    let blob = server.get("/r/tree/src/main.c").text();
+    let blob = server.page("/r/tree/src/main.c");
     assert!(
         blob.contains(
             "<td class='lines'><pre><code><span class=\"hl\">main.c:r</span>int main(void) { return 1 &lt; 2; }\n</code>"
         ),
         "{blob}"
     );
-    let index = server.get("/").text();
+    let index = server.page("/");
     assert!(
         index.contains("<td><a href=\"/people\">Jane &lt;jane@example.com&gt;</a></td>"),
         "{index}"
     );
-}
-
-/// The part of `html` from `start` up to (not including) the next `end`.
-fn between<'a>(html: &'a str, start: &str, end: &str) -> &'a str {
-    let s = html
-        .find(start)
-        .unwrap_or_else(|| panic!("{start} missing in {html}"));
-    let e = html[s + start.len()..]
-        .find(end)
-        .map_or(html.len(), |e| s + start.len() + e);
-    &html[s..e]
 }
 
 #[test]
@@ -185,14 +182,6 @@ fn filtered_output_is_placed_as_cgit_places_it() {
         ("/r/blame/src/main.c".to_string(), "<pre><code>", "</table>"),
     ];
     for (url, start, end) in pieces {
-        let Some(theirs) = cgit(&rc, &url) else {
-            return;
-        };
-        let ours = server.get(&url).text();
-        assert_eq!(
-            between(&ours, start, end),
-            between(&theirs, start, end),
-            "{url}"
-        );
+        assert_like_cgit(&server, &rc, &url, &[(start, end)]);
     }
 }

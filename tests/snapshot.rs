@@ -7,6 +7,7 @@ mod common;
 use common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::LazyLock;
 
 const FORMATS: &[(&str, &str)] = &[
     ("tar", "application/x-tar"),
@@ -19,16 +20,20 @@ const FORMATS: &[(&str, &str)] = &[
 ];
 
 struct Site {
-    dir: TempDir,
     rc: PathBuf,
     work: PathBuf,
 }
 
+/// The repository and its cgitrc, built once and only read by the tests.
+static SITE: LazyLock<Site> = LazyLock::new(|| {
+    let root = shared_dir("snapshot");
+    build_repo(&root);
+    site_in(&root)
+});
+
 /// A repository with an executable, a symlink, nested and non-ASCII names, a submodule, an
 /// annotated tag `v1.0`, a branch with a `/` and a commit whose message holds `../../etc`.
-fn build_site() -> Site {
-    let dir = TempDir::new("snapshot");
-    let root = dir.path();
+fn build_repo(root: &Path) {
     let work = root.join("repo");
     init_repo(&work);
     write(&work, "README", "hello <world> & more\n");
@@ -63,6 +68,11 @@ fn build_site() -> Site {
     git(&work, &["branch", "feature/x"]);
     write(&work, "later.txt", "later\n");
     commit_all(&work, "see ../../etc", "2024-02-01T10:00:00+00:00");
+}
+
+/// Writes the cgitrc serving `root`'s repository as `repo` (all formats) and `only-gz`.
+fn site_in(root: &Path) -> Site {
+    let work = root.join("repo");
     let rc = root.join("cgitrc");
     std::fs::write(
         &rc,
@@ -73,7 +83,7 @@ fn build_site() -> Site {
         ),
     )
     .unwrap();
-    Site { dir, rc, work }
+    Site { rc, work }
 }
 
 /// Unpacks `archive` (named by its format) into a fresh directory.
@@ -195,7 +205,8 @@ fn fetch(server: &Server, url: &str) -> Response {
 
 #[test]
 fn every_format_extracts_to_the_tree() {
-    let site = build_site();
+    let site = &*SITE;
+    let scratch = TempDir::new("snapshot-formats");
     let server = Server::start(&site.rc);
     let commit = git(&site.work, &["rev-parse", "v1.0^{commit}"]);
     for (suffix, mime) in FORMATS {
@@ -214,9 +225,9 @@ fn every_format_extracts_to_the_tree() {
             r.header("content-encoding").is_none(),
             "{suffix} not re-compressed"
         );
-        let file = site.dir.path().join(&name);
+        let file = scratch.path().join(&name);
         std::fs::write(&file, &r.body).unwrap();
-        let out = site.dir.path().join(format!("x-{suffix}"));
+        let out = scratch.path().join(format!("x-{suffix}"));
         extract(&file, suffix, &out);
         assert_eq!(
             top_level(&out),
@@ -231,13 +242,14 @@ fn every_format_extracts_to_the_tree() {
 
 #[test]
 fn tar_is_byte_for_byte_git_archive() {
-    let site = build_site();
+    let site = &*SITE;
+    let scratch = TempDir::new("snapshot-tar");
     let server = Server::start(&site.rc);
     let ours = fetch(&server, "/repo/snapshot/repo-1.0.tar").body;
     let theirs = git_bytes(&site.work, &["archive", "--prefix=repo-1.0/", "v1.0"]);
     assert!(ours == theirs, "tar differs from git archive");
     let id = git(&site.work, &["rev-parse", "v1.0^{commit}"]);
-    let tar = site.dir.path().join("t.tar");
+    let tar = scratch.path().join("t.tar");
     std::fs::write(&tar, &ours).unwrap();
     let out = Command::new("git")
         .args(["get-tar-commit-id"])
@@ -249,7 +261,8 @@ fn tar_is_byte_for_byte_git_archive() {
 
 #[test]
 fn revisions_are_guessed_like_cgit() {
-    let site = build_site();
+    let site = &*SITE;
+    let scratch = TempDir::new("snapshot-guess");
     let server = Server::start(&site.rc);
     let head = git(&site.work, &["rev-parse", "main"]);
     let v1 = git(&site.work, &["rev-parse", "v1.0^{commit}"]);
@@ -267,7 +280,7 @@ fn revisions_are_guessed_like_cgit() {
     let r = fetch(&server, "/repo/snapshot/anything.tar?id=v1.0");
     assert_eq!(r.header("etag"), Some(quoted(&v1).as_str()));
     assert!(
-        tar_names(&site, &r.body)
+        tar_names(scratch.path(), &r.body)
             .iter()
             .all(|n| n.starts_with("repo/"))
     );
@@ -286,7 +299,7 @@ fn revisions_are_guessed_like_cgit() {
 
 #[test]
 fn disabled_and_unknown_formats_are_rejected() {
-    let site = build_site();
+    let site = &*SITE;
     let server = Server::start(&site.rc);
     assert_eq!(
         fetch(&server, "/only-gz/snapshot/only-gz-1.0.tar.gz").status,
@@ -304,9 +317,9 @@ fn disabled_and_unknown_formats_are_rejected() {
     }
 }
 
-/// Member names of a tar archive, as `tar -t` lists them.
-fn tar_names(site: &Site, body: &[u8]) -> Vec<String> {
-    let file = site.dir.path().join("names.tar");
+/// Member names of a tar archive, as `tar -t` lists them (`scratch` holds the file).
+fn tar_names(scratch: &Path, body: &[u8]) -> Vec<String> {
+    let file = scratch.join("names.tar");
     std::fs::write(&file, body).unwrap();
     let out = Command::new("tar").arg("-tf").arg(&file).output().unwrap();
     assert!(out.status.success());
@@ -318,7 +331,8 @@ fn tar_names(site: &Site, body: &[u8]) -> Vec<String> {
 
 #[test]
 fn crafted_names_stay_inside_one_root_directory() {
-    let site = build_site();
+    let site = &*SITE;
+    let scratch = TempDir::new("snapshot-crafted");
     let server = Server::start(&site.rc);
     // `:/../../etc` resolves (the commit whose message holds it); `repo-feature/x` to a branch.
     for (url, root) in [
@@ -327,7 +341,7 @@ fn crafted_names_stay_inside_one_root_directory() {
         ("/repo/snapshot/..%2F..%2Ftmp%2Fx.tar?id=main", "repo/"),
     ] {
         let r = fetch(&server, url);
-        let names = tar_names(&site, &r.body);
+        let names = tar_names(scratch.path(), &r.body);
         assert!(names.len() > 5, "{url}");
         for name in &names {
             assert!(name.starts_with(root), "{url}: {name} outside {root}");
@@ -335,9 +349,9 @@ fn crafted_names_stay_inside_one_root_directory() {
         }
         let zip_url = url.replacen(".tar", ".zip", 1);
         let zip = fetch(&server, &zip_url);
-        let out = site.dir.path().join("crafted");
+        let out = scratch.path().join("crafted");
         let _ = std::fs::remove_dir_all(&out);
-        let file = site.dir.path().join("crafted.zip");
+        let file = scratch.path().join("crafted.zip");
         std::fs::write(&file, &zip.body).unwrap();
         extract(&file, "zip", &out);
         let extracted = listing(&out);
@@ -348,7 +362,9 @@ fn crafted_names_stay_inside_one_root_directory() {
 
 #[test]
 fn signatures_from_notes_are_linked_and_served_like_cgit() {
-    let site = build_site();
+    // adds notes and a tag: a private copy of the repository
+    let copy = copy_of(SITE.rc.parent().unwrap(), "snapshot-sigs");
+    let site = site_in(copy.path());
     let work = &site.work;
     let signature = "-----BEGIN PGP SIGNATURE-----\n\nc2lnbmF0dXJl\n-----END PGP SIGNATURE-----\n";
     git(
@@ -400,23 +416,22 @@ fn signatures_from_notes_are_linked_and_served_like_cgit() {
         "/only-gz/tag/?h=v2.0",
         "/repo/refs/",
     ] {
-        let ours = server.get(url).text();
-        let Some(theirs) = cgit(&site.rc, url) else {
-            return;
-        };
-        let sig_links = |html: &str| -> Vec<String> {
+        let sig_links = |html: &str| -> String {
             hrefs(html)
                 .into_iter()
                 .filter(|h| h.contains("/snapshot/"))
-                .collect()
+                .collect::<Vec<_>>()
+                .join("\n")
         };
         assert!(
-            sig_links(&ours).iter().any(|h| h.ends_with(".asc")),
+            sig_links(&server.page(url))
+                .lines()
+                .any(|h| h.ends_with(".asc")),
             "{url}"
         );
-        assert_eq!(sig_links(&ours), sig_links(&theirs), "{url}");
+        assert_like_cgit_by(&server, &site.rc, url, sig_links);
     }
-    let refs = server.get("/only-gz/refs/").text();
+    let refs = server.page("/only-gz/refs/");
     assert!(refs.contains(
         "<a href='/only-gz/snapshot/only-gz-1.0.tar.gz'>only-gz-1.0.tar.gz</a> (<a href='/only-gz/snapshot/only-gz-1.0.tar.gz.asc'>sig</a>)"
     ), "{refs}");

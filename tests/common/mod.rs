@@ -2,11 +2,14 @@
 //! cgitd server on 127.0.0.1 spoken to over plain HTTP/1.1.
 #![allow(dead_code)]
 
+pub mod sites;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, Once};
 use std::time::Duration;
 
 /// A temporary directory removed on drop.
@@ -31,6 +34,47 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// Directories of shared fixtures, removed when the test process exits.
+static SHARED_DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+extern "C" fn remove_shared_dirs() {
+    if let Ok(dirs) = SHARED_DIRS.lock() {
+        for dir in dirs.iter() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// A fresh directory for a fixture that is built once per test binary (in a `LazyLock`) and
+/// then only read by the tests sharing it; it lives until the process exits. Tests that change
+/// a repository work on a [`copy_of`] it.
+pub fn shared_dir(tag: &str) -> PathBuf {
+    static AT_EXIT: Once = Once::new();
+    AT_EXIT.call_once(|| {
+        // SAFETY: registers a plain function without arguments, as atexit(3) requires.
+        unsafe { libc::atexit(remove_shared_dirs) };
+    });
+    let dir = TempDir::new(&format!("shared-{tag}"));
+    let path = dir.0.clone();
+    std::mem::forget(dir);
+    SHARED_DIRS.lock().unwrap().push(path.clone());
+    path
+}
+
+/// A private copy (`cp -a`: modes, symlinks and dates kept) of a shared fixture directory, for
+/// a test that changes repositories in it.
+pub fn copy_of(shared: &Path, tag: &str) -> TempDir {
+    let copy = TempDir::new(tag);
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(shared.join("."))
+        .arg(copy.path())
+        .status()
+        .expect("cp runs");
+    assert!(status.success(), "copying {}", shared.display());
+    copy
 }
 
 /// Runs git with a fixed identity and dates, isolated from the host's configuration.
@@ -105,6 +149,43 @@ pub fn commit_staged(dir: &Path, message: &[u8], date: &str) -> String {
     git(dir, &["rev-parse", "HEAD"]).trim().to_string()
 }
 
+/// Commits everything as `author` (mail `<author with dots>@example.com`) at unix time `when`
+/// (author and committer date); returns the commit id.
+pub fn commit_as(dir: &Path, author: &str, when: i64, message: &str) -> String {
+    git(dir, &["add", "-A"]);
+    let date = format!("@{when} +0000");
+    let out = git_command(dir, &["commit", "-q", "--allow-empty", "-m", message])
+        .env("GIT_AUTHOR_NAME", author)
+        .env(
+            "GIT_AUTHOR_EMAIL",
+            format!("{}@example.com", author.replace(' ', ".")),
+        )
+        .env("GIT_AUTHOR_DATE", &date)
+        .env("GIT_COMMITTER_DATE", &date)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    git(dir, &["rev-parse", "HEAD"]).trim().to_string()
+}
+
+/// Writes a cgitrc serving the repository `git_dir` as `r` with `options`, and as `off`
+/// without them, into `dir`; returns its path.
+pub fn r_and_off_rc(dir: &Path, git_dir: &Path, options: &str) -> PathBuf {
+    let rc = dir.join("cgitrc");
+    let text = format!(
+        "virtual-root=/\n\
+         repo.url=r\nrepo.path={git}\n{options}\n\n\
+         repo.url=off\nrepo.path={git}\n",
+        git = git_dir.display()
+    );
+    std::fs::write(&rc, text).unwrap();
+    rc
+}
+
 /// A running cgitd, killed on drop.
 pub struct Server {
     child: Child,
@@ -148,6 +229,14 @@ impl Server {
         self.request("GET", target, &[])
     }
 
+    /// The body of a GET that must answer 200 (so that what a test finds missing in it is
+    /// missing from a real page, not from an error page).
+    pub fn page(&self, target: &str) -> String {
+        let r = self.get(target);
+        assert_eq!(r.status, 200, "GET {target}: {}", r.text());
+        r.text()
+    }
+
     pub fn request(&self, method: &str, target: &str, headers: &[(&str, &str)]) -> Response {
         request(&self.addr, method, target, headers)
     }
@@ -182,6 +271,12 @@ impl Response {
 
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// Asserts the status and returns the body as text.
+    pub fn text_with(&self, status: u16, what: &str) -> String {
+        assert_eq!(self.status, status, "{what}: {}", self.text());
+        self.text()
     }
 }
 
@@ -376,4 +471,114 @@ pub fn cgit(rc: &Path, url: &str) -> Option<String> {
         .output()
         .unwrap();
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The part of `html` from `start` (included) up to the next `end` after it (excluded).
+pub fn between<'a>(html: &'a str, start: &str, end: &str) -> &'a str {
+    let from = html
+        .find(start)
+        .unwrap_or_else(|| panic!("{start:?} not in\n{html}"));
+    let to = html[from + start.len()..]
+        .find(end)
+        .unwrap_or_else(|| panic!("{end:?} not after {start:?} in\n{html}"));
+    &html[from..from + start.len() + to]
+}
+
+/// cgit's CGI output split into its status (200 unless a `Status:` header says otherwise) and
+/// its body.
+fn split_cgi(output: &str) -> (u16, &str) {
+    let (head, body) = output
+        .split_once("\r\n\r\n")
+        .or_else(|| output.split_once("\n\n"))
+        .unwrap_or(("", output));
+    let status = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Status: "))
+        .and_then(|s| s.split(' ').next()?.parse().ok())
+        .unwrap_or(200);
+    (status, body)
+}
+
+/// Asserts that cgitd (`server`) and the real cgit (run as a CGI on the same `rc`, so on the
+/// same repositories) answer `url` with the same status and with pages whose projections by
+/// `part` are equal; the failure shows a line diff. Does nothing where cgit is not installed
+/// (which CI never allows).
+pub fn assert_like_cgit_by(server: &Server, rc: &Path, url: &str, part: impl Fn(&str) -> String) {
+    let Some(theirs) = cgit(rc, url) else {
+        return;
+    };
+    let (their_status, their_body) = split_cgi(&theirs);
+    let ours = server.get(url);
+    assert_eq!(
+        ours.status, their_status,
+        "status of {url} differs from cgit's"
+    );
+    let (ours, theirs) = (part(&ours.text()), part(their_body));
+    if ours != theirs {
+        panic!(
+            "{url} differs from cgit (- cgit, + cgitd):\n{}",
+            line_diff(&theirs, &ours)
+        );
+    }
+}
+
+/// The same as cgit for `url` between each pair of markers (see [`between`]).
+pub fn assert_like_cgit(server: &Server, rc: &Path, url: &str, markers: &[(&str, &str)]) {
+    assert_like_cgit_by(server, rc, url, |html| {
+        markers
+            .iter()
+            .map(|(start, end)| between(html, start, end))
+            .collect::<Vec<_>>()
+            .join("\n[...]\n")
+    });
+}
+
+/// A unified-style diff of two texts by lines (longest common subsequence), with two lines of
+/// context around each change.
+pub fn line_diff(old: &str, new: &str) -> String {
+    let (a, b): (Vec<&str>, Vec<&str>) = (old.lines().collect(), new.lines().collect());
+    let mut lcs = vec![vec![0u32; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let mut ops = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            ops.push((' ', a[i]));
+            i += 1;
+            j += 1;
+        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
+            ops.push(('-', a[i]));
+            i += 1;
+        } else {
+            ops.push(('+', b[j]));
+            j += 1;
+        }
+    }
+    let near_change = |k: usize| {
+        ops[k.saturating_sub(2)..(k + 3).min(ops.len())]
+            .iter()
+            .any(|(c, _)| *c != ' ')
+    };
+    let mut out = String::new();
+    let mut skipped = false;
+    for (k, (c, line)) in ops.iter().enumerate() {
+        if near_change(k) {
+            if skipped {
+                out.push_str("  ...\n");
+                skipped = false;
+            }
+            out.push_str(&format!("{c} {line}\n"));
+        } else {
+            skipped = true;
+        }
+    }
+    out
 }

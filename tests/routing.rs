@@ -1,0 +1,79 @@
+//! Requests outside the repository pages: static files, unknown repositories and pages, bad
+//! parameters and methods, escaped input, and repositories that vanish or were never git.
+
+mod common;
+
+use common::sites::{Sections, sections};
+use common::*;
+use std::sync::LazyLock;
+
+static SITE: LazyLock<Sections> = LazyLock::new(sections);
+
+#[test]
+fn bad_input_gets_error_pages() {
+    let server = Server::start(&SITE.rc);
+    let r = server.get("/gone/");
+    assert_eq!(r.status, 404, "ignored repositories do not exist");
+    assert!(r.text().contains("No repositories found"));
+    let r = server.get("/bare/frobnicate/");
+    assert_eq!(r.status, 404);
+    assert!(r.text().contains("Invalid request"));
+    assert_eq!(server.get("/bare/log/?ofs=abc").status, 400);
+    let r = server.get("/bare/?h=no-such-branch");
+    assert_eq!(r.status, 404);
+    assert!(r.text().contains("Invalid branch: no-such-branch"));
+    let r = server.get("/bare/?h=%3Cscript%3E");
+    let text = r.text_with(404, "an unknown branch");
+    assert!(text.contains("Invalid branch: &lt;script&gt;"), "{text}");
+    assert!(!text.contains("<script>"), "input is escaped");
+    assert_eq!(server.request("POST", "/", &[]).status, 405);
+    assert_eq!(server.request("HEAD", "/bare/", &[]).status, 200);
+}
+
+#[test]
+fn a_vanished_repository_only_breaks_itself() {
+    let dir = TempDir::new("vanished");
+    let copy = dir.path().join("copy.git");
+    git(
+        dir.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            SITE.root.join("work").to_str().unwrap(),
+            "copy.git",
+        ],
+    );
+    let mut rc = std::fs::read_to_string(&SITE.rc).unwrap();
+    rc.push_str(&format!("repo.url=copy\nrepo.path={}\n", copy.display()));
+    rc.push_str("repo.url=notgit\nrepo.path=/nonexistent/dir\n");
+    let rc_path = dir.path().join("cgitrc");
+    std::fs::write(&rc_path, rc).unwrap();
+    let server = Server::start(&rc_path);
+    assert_eq!(server.get("/copy/").status, 200);
+    std::fs::remove_dir_all(&copy).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let r = server.get("/copy/");
+    assert!(r.status > 400, "status {}", r.status);
+    let server_path = dir.path().to_str().unwrap();
+    assert!(!r.text().contains(server_path), "{}", r.text());
+    let r = server.get("/notgit/");
+    assert_eq!(r.status, 404);
+    assert!(r.text().contains("Repository not found"));
+    assert!(!r.text().contains("/nonexistent"), "{}", r.text());
+    assert_eq!(server.get("/bare/").status, 200);
+    assert_eq!(server.get("/").status, 200);
+}
+
+#[test]
+fn static_files_are_served() {
+    let server = Server::start(&SITE.rc);
+    let css = server.get("/cgit.css");
+    assert_eq!(css.status, 200);
+    assert!(css.text().contains("table.diffstat"));
+    assert_eq!(
+        server.get("/cgit.png").header("content-type"),
+        Some("image/png")
+    );
+    assert_eq!(server.get("/favicon.ico").status, 200);
+}
