@@ -17,7 +17,7 @@ use std::collections::hash_map::Entry;
 use std::time::Duration;
 
 /// How long one blame may run.
-const BLAME_BUDGET: Duration = Duration::from_secs(8);
+const BLAME_BUDGET: Duration = Duration::from_secs(5);
 /// Files larger than this are not blamed.
 const MAX_BLAME_BYTES: u64 = 4 << 20;
 
@@ -44,6 +44,8 @@ enum BlameBody {
     },
     Binary,
     TooLarge(String),
+    /// The blame ran out of time: the page says so and links to the file.
+    Unfinished,
 }
 
 #[derive(Template)]
@@ -80,7 +82,12 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let mut frame = Frame::repo(ctx, "blame");
     frame.crumbs = shared::path_crumbs(path, |prefix| shared::rev_link(ctx, "blame", prefix));
     frame.title = format!("{} - {}", shared::path_title(path), frame.title);
-    Ok(Response::html(frame::wrap(ctx.site, &frame, &view)?))
+    let mut response = Response::html(frame::wrap(ctx.site, &frame, &view)?);
+    if let BlameBody::Unfinished = view.body {
+        // A later request may finish; caches must not keep the partial page.
+        response.headers.push(("Cache-Control", "no-cache".into()));
+    }
+    Ok(response)
 }
 
 fn body(
@@ -107,25 +114,37 @@ fn body(
     if gtree::is_binary(&data) {
         return Ok(BlameBody::Binary);
     }
-    let groups = cached_blame(ctx, commit, path)?;
+    let Some(groups) = cached_blame(ctx, commit, path)? else {
+        return Ok(BlameBody::Unfinished);
+    };
     Ok(BlameBody::Lines {
         groups: group_views(ctx, &groups, &data, path)?,
         html: super::filter::source_html(ctx, path, &data),
     })
 }
 
-/// The blame groups of `path` at `commit`, from the fragment cache when they are there.
-fn cached_blame(ctx: &RepoCtx<'_>, commit: ObjectId, path: &[u8]) -> Result<Vec<Group>, PageError> {
+/// The blame groups of `path` at `commit`, from the fragment cache when they are there;
+/// `None` when blaming ran out of time (nothing is cached then).
+fn cached_blame(
+    ctx: &RepoCtx<'_>,
+    commit: ObjectId,
+    path: &[u8],
+) -> Result<Option<Vec<Group>>, PageError> {
     let key = format!("blame:{commit}:{}", escape_path(path));
     let text = ctx.site.fragments.get_or_render(&key, || {
         match gblame::blame(ctx.repo, commit, path.as_bstr(), BLAME_BUDGET)? {
             Outcome::Done(groups) => Ok(gblame::encode(&groups)),
-            Outcome::TimedOut => Err(PageError::Unavailable(
-                "Blaming this file takes too long.".into(),
-            )),
+            Outcome::TimedOut => Err(None),
         }
-    })?;
-    gblame::decode(&text).ok_or_else(|| PageError::internal("decoding a cached blame", "malformed"))
+    });
+    let text = match text {
+        Ok(text) => text,
+        Err(None) => return Ok(None),
+        Err(Some(e)) => return Err(e.into()),
+    };
+    let groups = gblame::decode(&text)
+        .ok_or_else(|| PageError::internal("decoding a cached blame", "malformed"))?;
+    Ok(Some(groups))
 }
 
 fn group_views(
