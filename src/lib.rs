@@ -2,6 +2,7 @@
 
 pub mod cache;
 pub mod config;
+pub mod filter;
 pub mod git;
 pub mod http;
 pub mod pages;

@@ -104,8 +104,8 @@ fn render_readme(
     data: &[u8],
     rewrite: &(dyn Fn(&str) -> Option<String> + Sync),
 ) -> String {
-    if let Some(program) = filter.and_then(super::filter::exec_program) {
-        match super::filter::run(program, &[name], env, data) {
+    if let Some(program) = filter.and_then(crate::filter::exec_program) {
+        match crate::filter::run(program, &[name], env, data) {
             Ok(out) => return readme::sanitize(&String::from_utf8_lossy(&out), rewrite),
             Err(e) => tracing::warn!("about-filter: {e}"),
         }

@@ -97,7 +97,7 @@ pub fn render(site: &Site, req: &PageRequest) -> Result<Response, PageError> {
                 owner_href: with_args(&base, &[("q", &r.owner)]),
                 owner_filtered: r.opts.owner_filter.as_deref().map(|filter| {
                     let defbranch = r.defbranch.as_deref().unwrap_or_default();
-                    let env = || super::filter::config_env(r, defbranch);
+                    let env = || crate::filter::config_env(r, defbranch);
                     super::filter::filtered_text(Some(filter), &[], env, &r.owner)
                 }),
                 idle: idle.map(|t| shared::age(gix::date::Time::new(t, 0), now)),
