@@ -2,6 +2,7 @@
 //! configuration reloads.
 
 mod admission;
+mod client;
 mod metrics;
 mod stream;
 
@@ -134,7 +135,7 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     let (page, expensive) = render_admitted(&app, &site, req).await;
     app.metrics
         .observe(page_label, page.status, started.elapsed().as_secs_f64());
-    if !matches!(page.body, pages::Body::Stream(_)) {
+    if !matches!(page.body, pages::Body::File { .. }) {
         return to_http(page, ());
     }
     match Arc::clone(&app.streams).try_acquire_owned() {
@@ -185,7 +186,7 @@ async fn render_admitted(
 pub fn to_http(page: pages::Response, hold: impl Send + 'static) -> Response {
     let body = match page.body {
         pages::Body::Full(bytes) => Body::from(bytes),
-        pages::Body::Stream(writer) => stream::spawn(writer, hold),
+        pages::Body::File { file, len } => stream::spawn(file, len, hold),
     };
     let mut response = Response::new(body);
     *response.status_mut() = StatusCode::from_u16(page.status).unwrap_or(StatusCode::OK);

@@ -1,10 +1,12 @@
-//! Streamed bodies: a page's body writer runs on a blocking thread and feeds a bounded channel
-//! that the HTTP body reads from, so a slow client slows the writer instead of filling memory.
+//! File bodies: a blocking thread reads the file into a bounded channel that the HTTP body
+//! reads from, so a slow client slows the reader instead of filling memory, and holds no git
+//! worker.
 
-use crate::pages::BodyWriter;
 use bytes::Bytes;
+use std::fs::File;
 use std::io::{self, Write};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -16,9 +18,9 @@ const CHANNEL_CHUNKS: usize = 4;
 /// How long a writer waits for a client that does not read before it gives up.
 const STALL_LIMIT: Duration = Duration::from_secs(60);
 
-/// Starts `writer` on the blocking pool and returns the body that carries its output.
-/// `hold` (permits) lives as long as the writer runs.
-pub fn spawn(writer: BodyWriter, hold: impl Send + 'static) -> axum::body::Body {
+/// Starts sending the first `len` bytes of `file` from the blocking pool and returns the body
+/// that carries them. `hold` (a permit) lives as long as the sending does.
+pub fn spawn(file: Arc<File>, len: u64, hold: impl Send + 'static) -> axum::body::Body {
     let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
     let runtime = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
@@ -28,7 +30,8 @@ pub fn spawn(writer: BodyWriter, hold: impl Send + 'static) -> axum::body::Body 
             buf: Vec::with_capacity(CHUNK_BYTES),
             runtime,
         };
-        let result = writer(&mut sink).and_then(|()| sink.send_pending());
+        let result =
+            crate::pages::copy_file(&file, len, &mut sink).and_then(|()| sink.send_pending());
         if let Err(e) = result {
             tracing::warn!("streamed response aborted: {e}");
             // The client sees a truncated transfer instead of a complete-looking body.

@@ -4,7 +4,7 @@
 
 use super::{Body, PageError, RepoCtx, Response};
 use crate::git::files::{self, FileError};
-use std::io::{Read, Write};
+use std::sync::Arc;
 
 /// `/<repo>/info/refs`: every ref but HEAD, with `^{}` lines for annotated tags.
 pub fn info(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
@@ -84,21 +84,13 @@ fn text_response(text: String, filename: &str) -> Response {
     }
 }
 
-/// Streams the file `rel` of the git directory.
+/// Sends the file `rel` of the git directory.
 fn send_file(ctx: &RepoCtx<'_>, rel: &[&str]) -> Result<Response, PageError> {
     let file = files::open_file(ctx.state.git_dir(), rel).map_err(file_error)?;
     let len = file
         .metadata()
         .map_err(|e| PageError::internal("reading a git file's size", e))?
         .len();
-    let writer = move |out: &mut dyn Write| {
-        let copied = std::io::copy(&mut file.take(len), out)?;
-        if copied == len {
-            Ok(())
-        } else {
-            Err(std::io::Error::other("file shrank while it was sent"))
-        }
-    };
     Ok(Response {
         status: 200,
         content_type: "application/octet-stream".into(),
@@ -106,7 +98,10 @@ fn send_file(ctx: &RepoCtx<'_>, rel: &[&str]) -> Result<Response, PageError> {
             ("Content-Disposition", disposition(&rel.join("/"))),
             ("Content-Length", len.to_string()),
         ],
-        body: Body::Stream(Box::new(writer)),
+        body: Body::File {
+            file: Arc::new(file),
+            len,
+        },
     })
 }
 

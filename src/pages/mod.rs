@@ -59,7 +59,7 @@ pub struct Site {
 }
 
 /// A complete response: status, headers and a body.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Response {
     pub status: u16,
     pub content_type: String,
@@ -67,29 +67,29 @@ pub struct Response {
     pub body: Body,
 }
 
-/// Writes a streamed body into the sink it is given; runs on a blocking thread while the
-/// response is sent, so large files and archives are never held in memory.
-pub type BodyWriter = Box<dyn FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + Send>;
-
-/// A response body: rendered into one buffer (every page), or streamed (archives, clone files).
+/// A response body: rendered into one buffer (every page), or the first `len` bytes of a file
+/// (snapshots written to a temporary file, git's own files for dumb-HTTP clones), which is sent
+/// after the page's git work is done, so a slow client never holds a git worker. Both can be
+/// shared by several responses.
+#[derive(Clone)]
 pub enum Body {
-    Full(Vec<u8>),
-    Stream(BodyWriter),
+    Full(bytes::Bytes),
+    File { file: Arc<std::fs::File>, len: u64 },
 }
 
 impl Body {
-    /// The buffered bytes; empty for a stream.
+    /// The buffered bytes; empty for a file.
     pub fn bytes(&self) -> &[u8] {
         match self {
             Body::Full(bytes) => bytes,
-            Body::Stream(_) => &[],
+            Body::File { .. } => &[],
         }
     }
 }
 
 impl From<Vec<u8>> for Body {
     fn from(bytes: Vec<u8>) -> Body {
-        Body::Full(bytes)
+        Body::Full(bytes.into())
     }
 }
 
@@ -97,9 +97,31 @@ impl std::fmt::Debug for Body {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Body::Full(bytes) => write!(f, "Full({} bytes)", bytes.len()),
-            Body::Stream(_) => f.write_str("Stream"),
+            Body::File { len, .. } => write!(f, "File({len} bytes)"),
         }
     }
+}
+
+/// Copies the first `len` bytes of `file` to `out`, reading at offsets so that several
+/// responses can send one file at once.
+pub fn copy_file(
+    file: &std::fs::File,
+    len: u64,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0; 64 << 10];
+    let mut offset = 0;
+    while offset < len {
+        let want = buf.len().min((len - offset) as usize);
+        let n = file.read_at(&mut buf[..want], offset)?;
+        if n == 0 {
+            return Err(std::io::Error::other("file shrank while it was sent"));
+        }
+        out.write_all(&buf[..n])?;
+        offset += n as u64;
+    }
+    Ok(())
 }
 
 impl Site {
@@ -124,7 +146,7 @@ impl Response {
             status: 200,
             content_type: "text/html; charset=UTF-8".into(),
             headers: Vec::new(),
-            body: Body::Full(body.into_bytes()),
+            body: body.into_bytes().into(),
         }
     }
 
@@ -133,7 +155,7 @@ impl Response {
             status: 200,
             content_type: "text/plain; charset=UTF-8".into(),
             headers: Vec::new(),
-            body: Body::Full(body.into_bytes()),
+            body: body.into_bytes().into(),
         }
     }
 
@@ -143,7 +165,7 @@ impl Response {
             status: 304,
             content_type: String::new(),
             headers: vec![("ETag", etag)],
-            body: Body::Full(Vec::new()),
+            body: Vec::new().into(),
         }
     }
 
@@ -152,7 +174,7 @@ impl Response {
             status,
             content_type: "text/html; charset=UTF-8".into(),
             headers: vec![("Location", location)],
-            body: Body::Full(Vec::new()),
+            body: Vec::new().into(),
         }
     }
 }

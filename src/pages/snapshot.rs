@@ -7,6 +7,7 @@ use crate::config::SNAPSHOT_FORMATS;
 use crate::git;
 use crate::git::archive::{self, Archive, Format};
 use gix::bstr::ByteSlice;
+use std::sync::Arc;
 
 pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let requested = ctx
@@ -39,8 +40,8 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         mtime: info.committer.time.seconds,
         prefix: root.clone(),
     };
-    let repo = ctx.repo.clone();
     let filename = format!("{root}.{suffix}");
+    let (file, len) = write_archive(ctx.repo, &archive, format)?;
     Ok(Response {
         status: 200,
         content_type: mime.to_string(),
@@ -48,10 +49,25 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
             ("Content-Disposition", disposition(&filename)),
             ("ETag", etag),
         ],
-        body: Body::Stream(Box::new(move |out| {
-            archive::write(&repo, &archive, format, out)
-        })),
+        body: Body::File {
+            file: Arc::new(file),
+            len,
+        },
     })
+}
+
+/// Writes the archive to an unnamed temporary file, so that sending it needs no git work.
+fn write_archive(
+    repo: &gix::Repository,
+    archive: &Archive,
+    format: Format,
+) -> Result<(std::fs::File, u64), PageError> {
+    let cause = |e| PageError::internal("writing a snapshot", e);
+    let mut out = std::io::BufWriter::new(tempfile::tempfile().map_err(cause)?);
+    archive::write(repo, archive, format, &mut out).map_err(cause)?;
+    let file = out.into_inner().map_err(|e| cause(e.into_error()))?;
+    let len = file.metadata().map_err(cause)?.len();
+    Ok((file, len))
 }
 
 /// The signature of the archive `archive` (any format, enabled or not, as in cgit), served as
