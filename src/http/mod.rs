@@ -3,6 +3,7 @@
 
 mod admission;
 mod metrics;
+pub mod scheduler;
 mod stream;
 pub mod url;
 
