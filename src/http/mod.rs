@@ -4,6 +4,7 @@
 mod admission;
 mod metrics;
 pub mod scheduler;
+pub mod single_flight;
 mod stream;
 pub mod url;
 
