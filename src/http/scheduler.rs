@@ -406,7 +406,7 @@ impl Scheduler {
             for class in CostClass::ALL {
                 while let Some(entry) = state.queues[class.index()].entries.pop_front() {
                     state.dequeued(class, entry.client);
-                    shed.push((class, entry.task, ShedReason::ShuttingDown));
+                    shed.push((class, entry.task, Some(ShedReason::ShuttingDown)));
                 }
             }
             self.inner.publish(&state);
@@ -559,8 +559,10 @@ impl State {
     }
 }
 
-/// Jobs to answer with a shed once the lock is released.
-type Sheds = Vec<(CostClass, Box<dyn Task>, ShedReason)>;
+/// Jobs that leave the queue without running, to answer with a shed (or, with no reason,
+/// whose caller is gone, just to drop) once the lock is released: dropping a job drops what
+/// it captured, which must not happen under the lock.
+type Sheds = Vec<(CostClass, Box<dyn Task>, Option<ShedReason>)>;
 
 struct Inner {
     limits: Limits,
@@ -586,7 +588,10 @@ impl Inner {
 
     fn finish(&self, sheds: Sheds) {
         for (class, task, reason) in sheds {
-            task.shed(self.shed(class, reason));
+            match reason {
+                Some(reason) => task.shed(self.shed(class, reason)),
+                None => drop(task),
+            }
         }
     }
 
@@ -618,7 +623,7 @@ impl Inner {
                 CostClass::Expensive => self.evict_for(&mut state, client),
             };
             match evicted {
-                Some(entry) => sheds.push((class, entry.task, ShedReason::OverShare)),
+                Some(entry) => sheds.push((class, entry.task, Some(ShedReason::OverShare))),
                 None => {
                     drop(state);
                     self.finish(sheds);
@@ -684,9 +689,8 @@ impl Inner {
                 break;
             };
             state.dequeued(class, entry.client);
-            if stale && !entry.task.abandoned() {
-                sheds.push((class, entry.task, ShedReason::Deadline));
-            }
+            let reason = (stale && !entry.task.abandoned()).then_some(ShedReason::Deadline);
+            sheds.push((class, entry.task, reason));
         }
         if state.queues[q].entries.is_empty() {
             state.queues[q].last_low = now;
@@ -733,6 +737,7 @@ impl Inner {
                 };
                 state.dequeued(class, entry.client);
                 if entry.task.abandoned() {
+                    sheds.push((class, entry.task, None));
                     continue;
                 }
                 let queue = &mut state.queues[q];
