@@ -4,6 +4,8 @@
 mod admission;
 mod client;
 mod metrics;
+pub mod scheduler;
+pub mod single_flight;
 mod stream;
 
 use crate::config::Config;
