@@ -249,7 +249,15 @@ fn metrics_endpoint_counts_requests_and_rebuilds() {
     assert!(m.contains("cgitd_ref_snapshot_rebuilds_total 1"), "{m}");
     assert!(m.contains("cgitd_request_duration_seconds_bucket"));
     assert!(m.contains("cgitd_fragment_cache_hits_total"));
-    assert!(m.contains("cgitd_blocking_queue_depth"));
+    assert!(
+        m.contains("cgitd_git_jobs_queued{class=\"cheap\"} 0"),
+        "{m}"
+    );
+    assert!(
+        m.contains("cgitd_git_job_queue_wait_seconds_count{class=\"cheap\"} 3"),
+        "{m}"
+    );
+    assert!(m.contains("cgitd_budget_cutoffs_total 0"), "{m}");
 }
 
 #[test]

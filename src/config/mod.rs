@@ -5,7 +5,7 @@ mod parse;
 mod scan;
 
 pub use options::{
-    CacheTtls, Globals, RepoConfig, RepoDefaults, SNAPSHOT_FORMATS, parse_snapshot_mask,
+    CacheTtls, Globals, RepoConfig, RepoDefaults, SNAPSHOT_FORMATS, Scheduling, parse_snapshot_mask,
 };
 
 use std::fmt;

@@ -1,5 +1,6 @@
 //! Typed cgitrc options: the global settings and the per-repository settings, with cgit's defaults.
 
+use ipnet::IpNet;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -180,7 +181,27 @@ pub struct Globals {
     pub metrics_path: Option<String>,
     /// cgitd: signature line at the end of each patch.
     pub patch_signature: String,
+    /// cgitd: how git work is scheduled (read at start; a reload does not change it).
+    pub scheduling: Scheduling,
+    /// cgitd: proxies whose `X-Forwarded-For` names the client (addresses or CIDR blocks).
+    pub trusted_proxies: Vec<IpNet>,
+    /// cgitd: one access-log line for every this-many requests (0: none).
+    pub access_log_sample: u64,
     pub defaults: RepoDefaults,
+}
+
+/// cgitd's scheduling options; 0 means "derive from the machine" for the counts and "the
+/// built-in default" for the deadlines.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Scheduling {
+    /// `git-workers`: threads doing git work.
+    pub workers: usize,
+    /// `git-expensive-workers`: how many of them may run expensive work at once.
+    pub expensive_workers: usize,
+    /// `queue-deadline-cheap` (milliseconds): a cheap request waiting longer is answered 503.
+    pub cheap_deadline_ms: u64,
+    /// `queue-deadline-expensive` (milliseconds).
+    pub expensive_deadline_ms: u64,
 }
 
 impl Default for Globals {
@@ -244,6 +265,9 @@ impl Default for Globals {
             strict_export: None,
             fragment_cache_size: 64 << 20,
             metrics_path: None,
+            scheduling: Scheduling::default(),
+            trusted_proxies: Vec::new(),
+            access_log_sample: 0,
             patch_signature: concat!("cgitd ", env!("CARGO_PKG_VERSION")).into(),
             defaults: RepoDefaults {
                 logo: Some("/cgit.png".into()),

@@ -2,6 +2,7 @@
 
 use super::options::{Globals, RepoConfig, RepoDefaults, parse_snapshot_mask};
 use super::{Config, Diagnostic, Severity, env_lookup, expand_macros, resolve_relative};
+use ipnet::IpNet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -106,6 +107,14 @@ impl Parser {
             self.page_file(key, value, location, file);
         } else if key == "include" {
             self.include(value, location, file, depth);
+        } else if key == "trusted-proxies" {
+            match parse_networks(value) {
+                Ok(nets) => self.globals.trusted_proxies = nets,
+                Err(bad) => self.warn(
+                    location,
+                    format!("trusted-proxies: '{bad}' is not an address or CIDR block"),
+                ),
+            }
         } else if key == "scan-path" {
             let root = resolve_relative(file, &expand_macros(value, env_lookup));
             if root.is_dir() {
@@ -384,6 +393,11 @@ impl Parser {
             "fragment-cache-size" => g.fragment_cache_size = count,
             "metrics-path" => g.metrics_path = non_empty(value),
             "patch-signature" => g.patch_signature = value.into(),
+            "git-workers" => g.scheduling.workers = count,
+            "git-expensive-workers" => g.scheduling.expensive_workers = count,
+            "queue-deadline-cheap" => g.scheduling.cheap_deadline_ms = count as u64,
+            "queue-deadline-expensive" => g.scheduling.expensive_deadline_ms = count as u64,
+            "access-log" => g.access_log_sample = count as u64,
             "section" => d.section = value.into(),
             "snapshots" => d.snapshots = parse_snapshot_mask(value),
             "enable-blame" => d.enable_blame = flag,
@@ -476,6 +490,19 @@ fn sort_value(value: &str) -> Option<String> {
 
 fn stats_value(value: &str) -> Option<String> {
     matches!(value, "week" | "month" | "quarter" | "year").then(|| value.to_string())
+}
+
+/// Addresses and CIDR blocks separated by spaces or commas; the first bad one on failure.
+fn parse_networks(value: &str) -> Result<Vec<IpNet>, String> {
+    value
+        .split([' ', ',', '\t'])
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            w.parse::<IpNet>()
+                .or_else(|_| w.parse::<std::net::IpAddr>().map(IpNet::from))
+                .map_err(|_| w.to_string())
+        })
+        .collect()
 }
 
 #[cfg(test)]

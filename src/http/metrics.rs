@@ -1,11 +1,11 @@
-//! Prometheus metrics: requests and latency per page, fragment cache counters, ref snapshot
-//! rebuilds and how many requests wait for the blocking pool.
+//! Prometheus metrics: requests and latency per page, the scheduler's queues per cost class,
+//! fragment cache counters, ref snapshot rebuilds and pages cut short by their work budget.
 
-use crate::cache::CacheStats;
+use super::scheduler::Scheduler;
+use crate::pages::Site;
 use prometheus_client::encoding::prometheus_text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -20,27 +20,26 @@ pub struct Metrics {
     registry: Registry,
     requests: Family<Labels, Counter>,
     latency: Family<Labels, Histogram, fn() -> Histogram>,
-    /// Requests waiting for a blocking-pool permit.
-    pub queue_depth: Gauge,
 }
 
 impl Metrics {
-    pub fn new(cache: &CacheStats, snapshot_rebuilds: &Counter) -> Metrics {
+    pub fn new(site: &Site, scheduler: &Scheduler) -> Metrics {
+        let cache = &site.fragments.stats;
         let mut registry = Registry::with_prefix("cgitd");
         let requests = Family::<Labels, Counter>::default();
         let latency =
             Family::<Labels, Histogram, fn() -> Histogram>::new_with_constructor(latency_histogram);
-        let queue_depth = Gauge::default();
         registry.register("requests", "Requests by page and status", requests.clone());
         registry.register(
             "request_duration_seconds",
             "Time to render a response, by page",
             latency.clone(),
         );
+        scheduler.register(&mut registry);
         registry.register(
-            "blocking_queue_depth",
-            "Requests waiting for a git worker",
-            queue_depth.clone(),
+            "budget_cutoffs",
+            "Pages whose work stopped at its budget and that say so (partial pages)",
+            site.cutoffs.clone(),
         );
         registry.register(
             "fragment_cache_hits",
@@ -60,13 +59,12 @@ impl Metrics {
         registry.register(
             "ref_snapshot_rebuilds",
             "Ref snapshots rebuilt after ref changes",
-            snapshot_rebuilds.clone(),
+            site.repos.snapshot_rebuilds.clone(),
         );
         Metrics {
             registry,
             requests,
             latency,
-            queue_depth,
         }
     }
 

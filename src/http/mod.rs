@@ -1,53 +1,81 @@
-//! The HTTP server: axum router, static files, the bounded blocking pool for git work, and
-//! configuration reloads.
+//! The HTTP server: axum router, static files, scheduling each request's git work by cost,
+//! sharing identical renders, access log, and configuration reloads.
 
-mod admission;
 mod client;
 mod metrics;
 pub mod scheduler;
 pub mod single_flight;
 mod stream;
 
-use crate::config::Config;
+use crate::config::{Config, Scheduling};
 use crate::pages::{self, Site};
 use crate::repos::Repos;
 use crate::request::page::CostClass;
-use crate::request::url;
+use crate::request::{PageRequest, url};
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use scheduler::{Limits, Scheduler, Shed, ShedReason};
+use single_flight::SingleFlight;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
 use tower_http::compression::CompressionLayer;
 use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
 
-/// Git work running at once (CPU-bound: about twice the cores); more requests wait for a permit.
-const BLOCKING_PERMITS: usize = 4;
-/// Streamed bodies (archives, clone files) being written at once; each holds a blocking thread.
+/// File bodies (archives, clone files) being sent at once; each holds a blocking thread.
 const STREAM_PERMITS: usize = 64;
 
-/// Shared server state: the current site (swapped on reload), the blocking-pool permits,
-/// admission control and metrics.
+/// A render as every identical concurrent request receives it: the page, or why it was not
+/// rendered; with the time it waited for a worker and the time it took.
+type Rendered = Result<(Arc<pages::Response>, Duration, Duration), Shed>;
+
+/// Shared server state: the current site (swapped on reload), the scheduler for git work,
+/// renders in flight, the file-sending permits, metrics and the access-log sampler.
 pub struct App {
     site: RwLock<Arc<Site>>,
-    permits: Semaphore,
+    scheduler: Arc<Scheduler>,
+    flights: SingleFlight<(u64, PageRequest), Rendered>,
     streams: Arc<Semaphore>,
-    admission: admission::Admission,
     metrics: metrics::Metrics,
+    requests: AtomicU64,
     config_path: Option<std::path::PathBuf>,
+}
+
+/// The scheduler's limits: the machine's defaults, with what the configuration sets.
+pub fn scheduler_limits(options: &Scheduling) -> Limits {
+    let mut limits = Limits::default_for_cores();
+    if options.workers > 0 {
+        limits.workers = options.workers;
+        limits.expensive_workers = (options.workers / 2).max(1);
+    }
+    if options.expensive_workers > 0 {
+        limits.expensive_workers = options.expensive_workers;
+    }
+    if options.cheap_deadline_ms > 0 {
+        limits.cheap_deadline = Duration::from_millis(options.cheap_deadline_ms);
+    }
+    if options.expensive_deadline_ms > 0 {
+        limits.expensive_deadline = Duration::from_millis(options.expensive_deadline_ms);
+    }
+    limits
 }
 
 impl App {
     pub fn new(config: Config, config_path: Option<std::path::PathBuf>) -> Arc<App> {
+        let scheduler = Scheduler::new(scheduler_limits(&config.globals.scheduling));
         let site = Site::new(config);
-        let metrics = metrics::Metrics::new(&site.fragments.stats, &site.repos.snapshot_rebuilds);
+        let metrics = metrics::Metrics::new(&site, &scheduler);
         Arc::new(App {
             site: RwLock::new(Arc::new(site)),
-            permits: Semaphore::new(BLOCKING_PERMITS),
+            scheduler,
+            flights: SingleFlight::new(),
             streams: Arc::new(Semaphore::new(STREAM_PERMITS)),
-            admission: admission::Admission::default(),
             metrics,
+            requests: AtomicU64::new(0),
             config_path,
         })
     }
@@ -77,6 +105,7 @@ impl App {
             fragments: Arc::clone(&old.fragments),
             walks: Arc::clone(&old.walks),
             sizes: Arc::clone(&old.sizes),
+            cutoffs: old.cutoffs.clone(),
         };
         *self.site.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(site);
         Ok(())
@@ -112,36 +141,43 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         );
         return response;
     }
-    let started = std::time::Instant::now();
-    let host = request
-        .headers()
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .map(str::to_string);
+    let started = Instant::now();
     let mut req = match url::parse(&site.config, uri.path(), uri.query()) {
         Ok(req) => req,
         Err(e) => return to_http(pages::render_error(&site, e.status(), e.message()), ()),
     };
-    req.host = host;
-    req.if_none_match = request
-        .headers()
-        .get(header::IF_NONE_MATCH)
-        .and_then(|h| h.to_str().ok())
-        .map(str::to_string);
-    req.surrogate_esi = request
-        .headers()
-        .get("surrogate-capability")
-        .and_then(|h| h.to_str().ok())
+    let headers = request.headers();
+    let header_text = |name| {
+        headers
+            .get(name)
+            .and_then(|h: &HeaderValue| h.to_str().ok())
+    };
+    req.host = header_text(header::HOST).map(str::to_string);
+    req.if_none_match = header_text(header::IF_NONE_MATCH).map(str::to_string);
+    req.surrogate_esi = header_text(header::HeaderName::from_static("surrogate-capability"))
         .is_some_and(|v| v.contains("ESI/1.0"));
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(std::net::Ipv4Addr::LOCALHOST.into(), |c| c.0.ip());
+    let forwarded = header_text(header::HeaderName::from_static("x-forwarded-for"));
+    let client = client::client_addr(peer, forwarded, &site.config.globals.trusted_proxies);
     let page_label = req.page.row().metric_label;
-    let (page, expensive) = render_admitted(&app, &site, req).await;
+    let class = pages::cost_class(&site, &req);
+    let target = req.target.clone();
+    let rendered = render_scheduled(&app, &site, req, class, client::client_key(client)).await;
+    let (page, waited, ran) = match rendered {
+        Ok((page, waited, ran)) => (Arc::unwrap_or_clone(page), waited, ran),
+        Err(shed) => (shed_page(&site, shed), Duration::ZERO, Duration::ZERO),
+    };
     app.metrics
         .observe(page_label, page.status, started.elapsed().as_secs_f64());
+    app.access_log(&site, client, class, &target, &page, waited, ran);
     if !matches!(page.body, pages::Body::File { .. }) {
         return to_http(page, ());
     }
     match Arc::clone(&app.streams).try_acquire_owned() {
-        Ok(slot) => to_http(page, (slot, expensive)),
+        Ok(slot) => to_http(page, slot),
         Err(_) => to_http(
             pages::render_error(&site, 503, "Too many downloads; retry shortly"),
             (),
@@ -149,37 +185,76 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     }
 }
 
-/// Renders on the blocking pool, after admission control for expensive pages. The admission
-/// permit is returned with the page: a streamed body keeps it until it is written.
-async fn render_admitted(
+/// Renders on a git worker in the request's cost class; a request identical to one already
+/// rendering waits for that render instead.
+async fn render_scheduled(
     app: &App,
     site: &Arc<Site>,
-    req: pages::PageRequest,
-) -> (pages::Response, Option<OwnedSemaphorePermit>) {
-    let expensive = if pages::cost_class(site, &req) == CostClass::Expensive {
-        match app.admission.admit_expensive().await {
-            Some(permit) => Some(permit),
-            None => {
-                let busy = "Too many expensive requests; retry shortly";
-                return (pages::render_error(site, 503, busy), None);
-            }
-        }
-    } else {
-        None
-    };
-    app.metrics.queue_depth.inc();
-    let permit = app.permits.acquire().await;
-    app.metrics.queue_depth.dec();
-    let Ok(_permit) = permit else {
-        return (pages::render_error(site, 503, "Shutting down"), None);
-    };
+    req: PageRequest,
+    class: CostClass,
+    client: u64,
+) -> Rendered {
+    let key = (site.generation, req.clone());
     let worker_site = Arc::clone(site);
-    match tokio::task::spawn_blocking(move || pages::render(&worker_site, &req)).await {
-        Ok(page) => (page, expensive),
-        Err(e) => {
-            tracing::error!("page task failed: {e}");
-            (pages::render_error(site, 500, "Internal error"), None)
+    let render = async move {
+        let done = app
+            .scheduler
+            .run(class, client, move || pages::render(&worker_site, &req))
+            .await?;
+        Ok((Arc::new(done.value), done.waited, done.ran))
+    };
+    app.flights.run(key, render).await
+}
+
+/// The answer to a request that was not rendered: 503 with `Retry-After` under load.
+fn shed_page(site: &Site, shed: Shed) -> pages::Response {
+    if shed.reason == ShedReason::Panicked {
+        return pages::render_error(site, 500, "Internal error");
+    }
+    let message = format!("The server is busy: {}. Please retry shortly.", shed.reason);
+    let mut page = pages::render_error(site, 503, &message);
+    page.headers.retain(|(name, _)| *name != "Retry-After");
+    let seconds = shed.retry_after.as_secs().max(1);
+    page.headers.push(("Retry-After", seconds.to_string()));
+    page
+}
+
+impl App {
+    /// One line per sampled request (`access-log=N`: every Nth), on the `cgitd::access` target.
+    #[allow(clippy::too_many_arguments)]
+    fn access_log(
+        &self,
+        site: &Site,
+        client: std::net::IpAddr,
+        class: CostClass,
+        target: &str,
+        page: &pages::Response,
+        waited: Duration,
+        ran: Duration,
+    ) {
+        let sample = site.config.globals.access_log_sample;
+        if sample == 0
+            || !self
+                .requests
+                .fetch_add(1, Ordering::Relaxed)
+                .is_multiple_of(sample)
+        {
+            return;
         }
+        let bytes = match &page.body {
+            pages::Body::Full(bytes) => bytes.len() as u64,
+            pages::Body::File { len, .. } => *len,
+        };
+        tracing::info!(
+            target: "cgitd::access",
+            %client,
+            class = class.label(),
+            wait_ms = waited.as_secs_f64() * 1e3,
+            render_ms = ran.as_secs_f64() * 1e3,
+            status = page.status,
+            bytes,
+            "{target}"
+        );
     }
 }
 
@@ -239,7 +314,8 @@ pub async fn serve(app: Arc<App>, listener: tokio::net::TcpListener) -> std::io:
             }
         }
     });
-    axum::serve(listener, router(app))
+    let service = router(app).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, service)
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })

@@ -46,40 +46,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
-/// How expensive a piece of git work is (decided by the caller from the page and its
-/// parameters, before any git work).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CostClass {
-    /// Bounded by object size and addressed by ids or refs (summary, commit, tree, …).
-    Cheap,
-    /// Grows with history or repository size (blame, path-limited logs, searches, stats, …).
-    Expensive,
-}
-
-impl CostClass {
-    /// The metric label: `cheap` or `expensive`.
-    pub fn label(self) -> &'static str {
-        match self {
-            CostClass::Cheap => "cheap",
-            CostClass::Expensive => "expensive",
-        }
-    }
-
-    fn index(self) -> usize {
-        match self {
-            CostClass::Cheap => 0,
-            CostClass::Expensive => 1,
-        }
-    }
-
-    const ALL: [CostClass; 2] = [CostClass::Cheap, CostClass::Expensive];
-}
-
-impl fmt::Display for CostClass {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.label())
-    }
-}
+pub use crate::request::page::CostClass;
 
 /// The scheduler's limits. [`Limits::default_for_cores`] gives values that need no tuning.
 #[derive(Clone, Debug, PartialEq, Eq)]

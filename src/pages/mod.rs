@@ -56,6 +56,8 @@ pub struct Site {
     pub walks: Arc<crate::cache::WalkCache>,
     /// Object sizes for tree listings (kept across reloads).
     pub sizes: Arc<crate::cache::ObjectSizes>,
+    /// Pages cut short by their work budget (a metric, kept across reloads).
+    pub cutoffs: prometheus_client::metrics::counter::Counter,
 }
 
 /// A complete response: status, headers and a body.
@@ -136,6 +138,7 @@ impl Site {
             fragments: Arc::new(fragments),
             walks: Arc::default(),
             sizes: Arc::default(),
+            cutoffs: Default::default(),
         }
     }
 }

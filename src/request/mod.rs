@@ -9,7 +9,7 @@ pub use page::Page;
 use gix::bstr::BString;
 
 /// cgit's query parameters (cgit-reference §1.2), already decoded.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Query {
     pub h: Option<String>,
     pub id: Option<String>,
@@ -29,7 +29,7 @@ pub struct Query {
 }
 
 /// What a request asks for, independent of HTTP.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PageRequest {
     /// The url of the repository addressed, if any.
     pub repo: Option<String>,

@@ -32,8 +32,33 @@ pub enum Page {
 /// occupy only part of the workers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CostClass {
+    /// Bounded by object size and addressed by ids or refs (summary, commit, tree, …).
     Cheap,
+    /// Grows with history or repository size (blame, path-limited logs, searches, stats, …).
     Expensive,
+}
+
+impl CostClass {
+    pub const ALL: [CostClass; 2] = [CostClass::Cheap, CostClass::Expensive];
+
+    /// The metric and log label: `cheap` or `expensive`.
+    pub fn label(self) -> &'static str {
+        match self {
+            CostClass::Cheap => "cheap",
+            CostClass::Expensive => "expensive",
+        }
+    }
+
+    /// The position in [`CostClass::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl std::fmt::Display for CostClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
 }
 
 /// What a page's git work costs before its parameters are looked at.
