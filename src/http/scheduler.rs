@@ -202,6 +202,15 @@ pub struct Shed {
     pub retry_after: Duration,
 }
 
+impl Shed {
+    /// `retry_after` in whole seconds for a `Retry-After` header (rounded up; 0 only for
+    /// [`ShedReason::Panicked`]).
+    pub fn retry_after_secs(&self) -> u64 {
+        let d = self.retry_after;
+        d.as_secs() + u64::from(d.subsec_nanos() > 0)
+    }
+}
+
 impl fmt::Display for Shed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.reason)?;
@@ -228,7 +237,7 @@ fn retry_after(class: CostClass, reason: ShedReason) -> Duration {
 }
 
 /// A finished job: its value, how long it waited for a worker, and how long it ran.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Done<R> {
     pub value: R,
     /// From the call to [`Scheduler::run`] to the start of the job on a worker.
@@ -288,7 +297,12 @@ impl Scheduler {
     /// Runs `job` on a worker when its class's rules allow, and returns its value with the
     /// queue wait and run time. `client` is an opaque key for the requesting client, used for
     /// fairness inside the expensive class. Dropping the returned future before the job starts
-    /// takes the job out of the queue; it is never run.
+    /// takes the job out of the queue; it is never run (a job already running finishes and
+    /// its value is dropped). Await it inside a tokio runtime with the time driver enabled
+    /// (the class deadline is a tokio timer).
+    ///
+    /// `Err(shed)`: answer 503 with `Retry-After: shed.retry_after_secs()`, except for
+    /// [`ShedReason::Panicked`], which is a 500.
     pub async fn run<R, F>(&self, class: CostClass, client: u64, job: F) -> Result<Done<R>, Shed>
     where
         R: Send + 'static,
@@ -1087,6 +1101,10 @@ mod tests {
         assert_eq!(cheap.reason, ShedReason::QueueFull);
         assert!(!cheap.retry_after.is_zero());
         assert!(expensive.retry_after > cheap.retry_after);
+        assert_eq!(
+            (cheap.retry_after_secs(), expensive.retry_after_secs()),
+            (1, 5)
+        );
 
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
