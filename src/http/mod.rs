@@ -214,8 +214,8 @@ fn shed_page(site: &Site, shed: Shed) -> pages::Response {
     let message = format!("The server is busy: {}. Please retry shortly.", shed.reason);
     let mut page = pages::render_error(site, 503, &message);
     page.headers.retain(|(name, _)| *name != "Retry-After");
-    let seconds = shed.retry_after.as_secs().max(1);
-    page.headers.push(("Retry-After", seconds.to_string()));
+    page.headers
+        .push(("Retry-After", shed.retry_after_secs().max(1).to_string()));
     page
 }
 
