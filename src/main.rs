@@ -205,6 +205,7 @@ fn check_config(file: &std::path::Path) -> ExitCode {
         println!("  readme   {}", o.readme.join(" "));
         println!("  flags    {}", on.join(" "));
     }
+    print_globals(&config.globals);
     for d in &config.diagnostics {
         println!("{d}");
     }
@@ -217,6 +218,41 @@ fn check_config(file: &std::path::Path) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// The global options in force, cgitd's scheduling with what it derives from the machine.
+fn print_globals(g: &cgitd::config::Globals) {
+    let limits = http::scheduler_limits(&g.scheduling);
+    let proxies: Vec<String> = g.trusted_proxies.iter().map(|n| n.to_string()).collect();
+    let access_log = match g.access_log_sample {
+        0 => "off".to_string(),
+        n => format!("every {n} request(s)"),
+    };
+    println!("global");
+    println!("  virtual-root             {}", g.virtual_root);
+    println!("  root-title               {}", g.root_title);
+    println!("  css                      {}", g.css.join(" "));
+    println!(
+        "  cache ttl (min)          root {} repo {} dynamic {} static {} about {} snapshot {}",
+        g.ttl.root, g.ttl.repo, g.ttl.dynamic, g.ttl.r#static, g.ttl.about, g.ttl.snapshot
+    );
+    println!("  fragment-cache-size      {}", g.fragment_cache_size);
+    println!(
+        "  metrics-path             {}",
+        g.metrics_path.as_deref().unwrap_or("(off)")
+    );
+    println!("  git-workers              {}", limits.workers);
+    println!("  git-expensive-workers    {}", limits.expensive_workers);
+    println!(
+        "  queue-deadline-cheap     {} ms",
+        limits.cheap_deadline.as_millis()
+    );
+    println!(
+        "  queue-deadline-expensive {} ms",
+        limits.expensive_deadline.as_millis()
+    );
+    println!("  trusted-proxies          {}", proxies.join(" "));
+    println!("  access-log               {access_log}");
 }
 
 fn render(url: &str, arg: &ConfigArg) -> ExitCode {

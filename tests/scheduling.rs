@@ -1,0 +1,233 @@
+//! Scheduling by cost, end to end: a real server with two git workers (so one may run expensive
+//! work), expensive requests held open by a source-filter that waits for a gate file, and the
+//! scheduler's state read from the metrics endpoint — behaviour, never timing.
+
+mod common;
+
+use common::*;
+use std::path::PathBuf;
+use std::sync::LazyLock;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// A repository with a few files to blame.
+static REPO: LazyLock<PathBuf> = LazyLock::new(|| {
+    let dir = shared_dir("scheduling");
+    let work = dir.join("work");
+    init_repo(&work);
+    for i in 0..4 {
+        write(&work, &format!("f{i}.txt"), format!("line of file {i}\n"));
+    }
+    commit_all(&work, "files", "2024-01-02T03:04:05Z");
+    work
+});
+
+/// A served repository whose blame pages block until [`Gated::open`].
+struct Gated {
+    dir: TempDir,
+    server: Server,
+}
+
+impl Gated {
+    fn start(tag: &str, options: &str) -> Gated {
+        let dir = TempDir::new(tag);
+        let filter = dir.path().join("gate.sh");
+        let script = format!(
+            "#!/bin/sh\necho started >> {calls}\nwhile [ ! -e {gate} ]; do sleep 0.02; done\ncat\n",
+            calls = dir.path().join("calls").display(),
+            gate = dir.path().join("gate").display(),
+        );
+        std::fs::write(&filter, script).unwrap();
+        std::process::Command::new("chmod")
+            .args(["+x", filter.to_str().unwrap()])
+            .status()
+            .unwrap();
+        let rc = dir.path().join("cgitrc");
+        let text = format!(
+            "metrics-path=/metrics\ngit-workers=2\nenable-blame=1\nsource-filter={filter}\n\
+             {options}\nrepo.url=r\nrepo.path={repo}\n",
+            repo = REPO.display(),
+            filter = filter.display(),
+        );
+        std::fs::write(&rc, text).unwrap();
+        let server = Server::start(&rc);
+        Gated { dir, server }
+    }
+
+    /// Requests `target` on a thread of its own, with extra headers.
+    fn spawn(&self, target: &str, headers: &[(&str, &str)]) -> JoinHandle<Response> {
+        let addr = self.server.addr.clone();
+        let target = target.to_string();
+        let headers: Vec<(String, String)> = headers
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect();
+        std::thread::spawn(move || {
+            let headers: Vec<(&str, &str)> = headers
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_str()))
+                .collect();
+            request(&addr, "GET", &target, &headers)
+        })
+    }
+
+    fn calls(&self) -> usize {
+        std::fs::read_to_string(self.dir.path().join("calls"))
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    }
+
+    fn open(&self) {
+        std::fs::write(self.dir.path().join("gate"), "").unwrap();
+    }
+
+    /// The value of one metric line, e.g. `cgitd_git_jobs_running{class="expensive"}`.
+    fn metric(&self, name: &str) -> f64 {
+        let text = self.server.page("/metrics");
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or(0.0)
+    }
+
+    /// Waits until `what` holds (the test fails after a minute).
+    fn until(&self, description: &str, what: impl Fn(&Gated) -> bool) {
+        let start = Instant::now();
+        while !what(self) {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "never: {description}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Gated {
+    fn drop(&mut self) {
+        self.open();
+    }
+}
+
+const RUNNING_EXPENSIVE: &str = "cgitd_git_jobs_running{class=\"expensive\"}";
+const QUEUED_EXPENSIVE: &str = "cgitd_git_jobs_queued{class=\"expensive\"}";
+
+#[test]
+fn cheap_pages_are_answered_while_expensive_work_holds_its_workers() {
+    let g = Gated::start("sched-cheap", "");
+    let blames: Vec<_> = (0..3)
+        .map(|i| g.spawn(&format!("/r/blame/f{i}.txt"), &[]))
+        .collect();
+    g.until("a blame runs", |g| g.calls() == 1);
+    g.until("the other blames wait", |g| {
+        g.metric(QUEUED_EXPENSIVE) == 2.0
+    });
+    for url in ["/r/", "/r/log/", "/r/tree/", "/r/commit/", "/"] {
+        assert_eq!(g.server.get(url).status, 200, "{url}");
+    }
+    assert_eq!(g.calls(), 1, "the blame was still running");
+    assert_eq!(g.metric(RUNNING_EXPENSIVE), 1.0);
+    g.open();
+    for blame in blames {
+        assert_eq!(blame.join().unwrap().status, 200);
+    }
+}
+
+#[test]
+fn waiting_past_the_deadline_is_a_503_with_retry_after() {
+    let g = Gated::start("sched-deadline", "queue-deadline-expensive=200");
+    let first = g.spawn("/r/blame/f0.txt", &[]);
+    g.until("a blame runs", |g| g.calls() == 1);
+    let late = g.server.get("/r/blame/f1.txt");
+    assert_eq!(late.status, 503, "{}", late.text());
+    let retry: u64 = late.header("Retry-After").unwrap().parse().unwrap();
+    assert!(retry >= 1);
+    assert!(late.text().contains("busy"), "{}", late.text());
+    assert_eq!(
+        g.metric("cgitd_git_jobs_shed_total{class=\"expensive\",reason=\"deadline\"}"),
+        1.0
+    );
+    g.open();
+    assert_eq!(first.join().unwrap().status, 200);
+}
+
+#[test]
+fn identical_concurrent_requests_render_once() {
+    let g = Gated::start("sched-flight", "");
+    let first = g.spawn("/r/blame/f2.txt", &[]);
+    g.until("the blame runs", |g| g.calls() == 1);
+    let same: Vec<_> = (0..3).map(|_| g.spawn("/r/blame/f2.txt", &[])).collect();
+    // The followers need no worker: nothing more is queued for them.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(g.metric(QUEUED_EXPENSIVE), 0.0);
+    g.open();
+    let body = first.join().unwrap().text();
+    for r in same {
+        let r = r.join().unwrap();
+        assert_eq!(r.status, 200);
+        assert_eq!(r.text(), body);
+    }
+    assert_eq!(g.calls(), 1, "one render served all four requests");
+}
+
+#[test]
+fn a_client_over_its_share_is_shed_before_others() {
+    let g = Gated::start(
+        "sched-fair",
+        "trusted-proxies=127.0.0.1\nqueue-deadline-expensive=60000",
+    );
+    let heavy = [("X-Forwarded-For", "198.51.100.1")];
+    let light = [("X-Forwarded-For", "203.0.113.1")];
+    let first = g.spawn("/r/blame/f0.txt?ofs=0", &heavy);
+    g.until("the heavy client's blame runs", |g| g.calls() == 1);
+    // 64 more fill the expensive queue (distinct URLs, so none shares a render).
+    let mut queued: Vec<_> = (1..=64)
+        .map(|i| g.spawn(&format!("/r/blame/f0.txt?ofs={i}"), &heavy))
+        .collect();
+    g.until("the queue is full", |g| g.metric(QUEUED_EXPENSIVE) == 64.0);
+    let newcomer = g.spawn("/r/blame/f1.txt", &light);
+    g.until("one heavy request is shed for the newcomer", |g| {
+        g.metric("cgitd_git_jobs_shed_total{class=\"expensive\",reason=\"over_share\"}") == 1.0
+    });
+    let refused = g.server.request("GET", "/r/blame/f0.txt?ofs=99", &heavy);
+    assert_eq!(refused.status, 503, "the heavy client gets no more slots");
+    assert!(refused.header("Retry-After").is_some());
+    g.open();
+    assert_eq!(newcomer.join().unwrap().status, 200);
+    assert_eq!(first.join().unwrap().status, 200);
+    // The queue stood while the gate was shut, so the scheduler serves it newest-first and
+    // sheds the oldest waiters (CoDel); every answer is still a page or a 503.
+    let statuses: Vec<u16> = queued.drain(..).map(|t| t.join().unwrap().status).collect();
+    assert!(
+        statuses.iter().all(|s| [200, 503].contains(s)),
+        "{statuses:?}"
+    );
+    assert_eq!(
+        g.metric("cgitd_git_jobs_shed_total{class=\"expensive\",reason=\"over_share\"}"),
+        1.0,
+        "only the heavy client lost a slot to fairness"
+    );
+}
+
+#[test]
+fn scheduling_options_are_checked_and_shown() {
+    let dir = TempDir::new("sched-config");
+    let rc = dir.path().join("cgitrc");
+    std::fs::write(
+        &rc,
+        "git-workers=3\ngit-expensive-workers=1\ntrusted-proxies=10.0.0.0/8, ::1 nonsense\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cgitd"))
+        .args(["check-config", rc.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let shows = |words: &[&str]| {
+        text.lines()
+            .any(|l| l.split_whitespace().eq(words.iter().copied()))
+    };
+    assert!(shows(&["git-workers", "3"]), "{text}");
+    assert!(shows(&["git-expensive-workers", "1"]), "{text}");
+    assert!(shows(&["queue-deadline-cheap", "5000", "ms"]), "{text}");
+    assert!(text.contains("'nonsense' is not an address"), "{text}");
+}
