@@ -44,7 +44,8 @@ impl Gated {
             .unwrap();
         let rc = dir.path().join("cgitrc");
         let text = format!(
-            "metrics-path=/metrics\ngit-workers=2\nenable-blame=1\nsource-filter={filter}\n\
+            "metrics-path=/metrics\ngit-workers=2\nenable-blame=1\nmax-stats=year\n\
+             source-filter={filter}\n\
              {options}\nrepo.url=r\nrepo.path={repo}\n",
             repo = REPO.display(),
             filter = filter.display(),
@@ -122,7 +123,7 @@ fn cheap_pages_are_answered_while_expensive_work_holds_its_workers() {
         g.metric(QUEUED_EXPENSIVE) == 2.0
     });
     for url in ["/r/", "/r/log/", "/r/tree/", "/r/commit/", "/"] {
-        assert_eq!(g.server.get(url).status, 200, "{url}");
+        g.server.page(url);
     }
     assert_eq!(g.calls(), 1, "the blame was still running");
     assert_eq!(g.metric(RUNNING_EXPENSIVE), 1.0);
@@ -230,4 +231,30 @@ fn scheduling_options_are_checked_and_shown() {
     assert!(shows(&["git-expensive-workers", "1"]), "{text}");
     assert!(shows(&["queue-deadline-cheap", "5000", "ms"]), "{text}");
     assert!(text.contains("'nonsense' is not an address"), "{text}");
+}
+
+#[test]
+fn expensive_results_are_kept_by_ids_for_every_fork() {
+    let g = Gated::start(
+        "sched-kept",
+        &format!("repo.url=fork\nrepo.path={}\n", REPO.display()),
+    );
+    g.open();
+    let hits = |g: &Gated| g.metric("cgitd_fragment_cache_hits_total");
+    let misses = |g: &Gated| g.metric("cgitd_fragment_cache_misses_total");
+    for url in [
+        "/r/log/f1.txt",
+        "/r/log/?qt=grep&q=files",
+        "/r/stats/?period=y",
+    ] {
+        let (hits0, misses0) = (hits(&g), misses(&g));
+        let first = g.server.page(url);
+        assert_eq!(misses(&g), misses0 + 1.0, "{url} computed once");
+        let fork_url = url.replacen("/r/", "/fork/", 1);
+        let again = g.server.page(&fork_url);
+        assert_eq!(hits(&g), hits0 + 1.0, "{fork_url} reads what {url} found");
+        assert_eq!(misses(&g), misses0 + 1.0);
+        let rows = |html: &str| html.matches("<tr").count();
+        assert_eq!(rows(&first), rows(&again), "{url}");
+    }
 }

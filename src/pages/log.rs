@@ -99,7 +99,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let show_graph = opts.enable_commit_graph && path.is_none();
     let query = build_query(ctx, show_graph, count)?;
     let page = match &query {
-        Some(q) => git::log::query(ctx.repo, q)?,
+        Some(q) => query_kept(ctx, q)?,
         None => git::LogPage {
             commits: Vec::new(),
             has_more: false,
@@ -182,6 +182,57 @@ fn search_for(field: Field, pattern: &str) -> Result<Filter, PageError> {
 /// `enable-follow-links` allows it.
 fn following(ctx: &RepoCtx<'_>) -> bool {
     ctx.req.query.follow && ctx.req.path.is_some() && ctx.state.config.opts.enable_follow_links
+}
+
+/// Why a walk's result is not kept.
+enum NotKept {
+    /// The walk stopped at its budget; a later one may get further.
+    Partial(git::LogPage),
+    Failed(GitError),
+}
+
+/// The page of a filtered walk (path-limited, searched or followed: the expensive ones), kept
+/// in the fragment cache under what it depends on — ids, path, search, order and paging, not
+/// the repository — so a repeat, through any fork, reads only the commits it lists.
+fn query_kept(ctx: &RepoCtx<'_>, q: &LogQuery<'_>) -> Result<git::LogPage, PageError> {
+    if q.path.is_none() && q.filter.is_none() {
+        return Ok(git::log::query(ctx.repo, q)?);
+    }
+    let key = format!(
+        "log:{:?}:{:?}:{:?}:{}:{:?}:{:?}:{:?}:{}:{}",
+        q.tips, q.hidden, q.path, q.follow, q.filter, q.order, q.since, q.skip, q.count
+    );
+    let kept = ctx.site.fragments.get_or_render(&key, || {
+        let page = git::log::query(ctx.repo, q).map_err(NotKept::Failed)?;
+        if page.stopped_early {
+            return Err(NotKept::Partial(page));
+        }
+        let mut text = String::from(if page.has_more { "more" } else { "end" });
+        for c in &page.commits {
+            text.push(' ');
+            text.push_str(&c.id.to_string());
+        }
+        Ok(text)
+    });
+    let text = match kept {
+        Ok(text) => text,
+        Err(NotKept::Partial(page)) => return Ok(page),
+        Err(NotKept::Failed(e)) => return Err(e.into()),
+    };
+    let mut words = text.split(' ');
+    let has_more = words.next() == Some("more");
+    let commits = words
+        .map(|hex| {
+            let id = gix::ObjectId::from_hex(hex.as_bytes())
+                .map_err(|e| PageError::internal("decoding a kept log page", e))?;
+            Ok(git::log::read_commit(ctx.repo, id)?)
+        })
+        .collect::<Result<_, PageError>>()?;
+    Ok(git::LogPage {
+        commits,
+        has_more,
+        stopped_early: false,
+    })
 }
 
 /// The walk the request asks for; `None` for an empty repository.

@@ -5,7 +5,7 @@ use super::frame::{self, Frame};
 use super::period::{self, Period};
 use super::{PageError, RepoCtx, Response, shared};
 use crate::git::log::LogQuery;
-use crate::git::{self, CommitInfo};
+use crate::git::{self, CommitInfo, GitError};
 use askama::Template;
 use gix::bstr::ByteSlice;
 use std::collections::BTreeMap;
@@ -78,18 +78,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let path = ctx.req.path.as_ref().map(|p| p.as_bstr());
     let now_number = period.number(ctx.now);
     let first = now_number - (PERIODS_SHOWN as i64 - 1);
-    let page = git::log::query(
-        ctx.repo,
-        &LogQuery {
-            tips: vec![ctx.head_commit()?],
-            path,
-            bloom: ctx.state.bloom(),
-            since: Some(period.start(first)),
-            count: MAX_COMMITS,
-            ..LogQuery::default()
-        },
-    )?;
-    let mut authors = count_by_author(&page.commits, period, first);
+    let (mut authors, stopped_early) = authors_kept(ctx, path, period, first)?;
     let mut totals = Row::new("Total".into());
     for row in &authors {
         totals.add(row);
@@ -129,7 +118,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         rows: authors,
         others,
         totals,
-        stopped_early: page.stopped_early,
+        stopped_early,
     };
     let mut frame = Frame::repo(ctx, "stats");
     if let Some(p) = &ctx.req.path {
@@ -151,6 +140,68 @@ fn requested_period(value: Option<&str>) -> Result<Period, PageError> {
 
 /// Rows per author name (non-merge commits only, by committer date), most commits first, names
 /// in byte order among equals.
+/// The authors' rows for the periods from `first`, and whether the walk stopped at its budget.
+/// A finished count is kept in the fragment cache by (tip, path, period, first period): a
+/// repeat, through any fork, costs nothing until the period rolls over or the branch moves.
+fn authors_kept(
+    ctx: &RepoCtx<'_>,
+    path: Option<&gix::bstr::BStr>,
+    period: Period,
+    first: i64,
+) -> Result<(Vec<Row>, bool), PageError> {
+    let tip = ctx.head_commit()?;
+    let key = format!("stats:{tip}:{path:?}:{}:{first}", period.code());
+    let count = || -> Result<(Vec<Row>, bool), GitError> {
+        let page = git::log::query(
+            ctx.repo,
+            &LogQuery {
+                tips: vec![tip],
+                path,
+                bloom: ctx.state.bloom(),
+                since: Some(period.start(first)),
+                count: MAX_COMMITS,
+                ..LogQuery::default()
+            },
+        )?;
+        Ok((
+            count_by_author(&page.commits, period, first),
+            page.stopped_early,
+        ))
+    };
+    let mut partial = None;
+    let kept = ctx.site.fragments.get_or_render(&key, || {
+        let (rows, stopped_early) = count().map_err(Some)?;
+        if stopped_early {
+            partial = Some(rows);
+            return Err(None::<GitError>);
+        }
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let counts: Vec<String> = r.counts.iter().map(u64::to_string).collect();
+                format!("{}\t{}\n", counts.join("\t"), r.name)
+            })
+            .collect::<String>())
+    });
+    match kept {
+        Ok(text) => Ok((text.lines().filter_map(decode_row).collect(), false)),
+        Err(Some(e)) => Err(e.into()),
+        Err(None) => Ok((partial.unwrap_or_default(), true)),
+    }
+}
+
+/// A kept row: its counts, then the name (which may hold tabs).
+fn decode_row(line: &str) -> Option<Row> {
+    let mut fields = line.splitn(PERIODS_SHOWN + 1, '\t');
+    let mut row = Row::new(String::new());
+    for count in row.counts.iter_mut() {
+        *count = fields.next()?.parse().ok()?;
+    }
+    row.name = fields.next()?.to_string();
+    row.total = row.counts.iter().sum();
+    Some(row)
+}
+
 fn count_by_author(commits: &[CommitInfo], period: Period, first: i64) -> Vec<Row> {
     let mut by_name: BTreeMap<&str, Row> = BTreeMap::new();
     for c in commits.iter().filter(|c| c.parents.len() <= 1) {
