@@ -81,7 +81,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     };
     let mut frame = Frame::repo(ctx, "blame");
     frame.crumbs = shared::path_crumbs(path, |prefix| shared::rev_link(ctx, "blame", prefix));
-    frame.title = format!("{} - {}", shared::path_title(path), frame.title);
+    frame.title = frame::page_title(ctx, "blame", Some(&shared::path_title(path)));
     let mut response = Response::html(frame::wrap(ctx.site, &frame, &view)?);
     if let BlameBody::Unfinished = view.body {
         // A later request may finish; caches must not keep the partial page.
