@@ -590,6 +590,10 @@ fn plain_and_blob_serve_raw_bytes_safely() {
     );
     let html = dir.text();
     assert!(html.contains("<title>/a/b/</title>"));
+    assert!(
+        html.starts_with("<!DOCTYPE html>\n"),
+        "valid HTML5 (cgit has none)"
+    );
     assert!(html.contains("<li><a href='/r/plain/a/?h=side'>../</a></li>"));
     assert!(html.contains("<li><a href='/r/plain/a/b/c/?h=side'>c</a></li>"));
     let root = server.page("/r/plain/");
