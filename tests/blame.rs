@@ -157,3 +157,35 @@ fn blame_refuses_binaries_folders_and_disabled_repositories() {
     assert!(off_tree.contains("href='/off/tree/src/lib.txt'>lib.txt</a>"));
     assert!(!off_tree.contains(">blame<"));
 }
+
+/// Blamed commits are abbreviated to git's automatic length (7 hex digits here, more in large
+/// repositories) as cgit does, which ignores the repository's `core.abbrev`.
+#[test]
+fn blame_ids_use_gits_automatic_length() {
+    let copy = copy_of(SITE.rc.parent().unwrap(), "blame-abbrev");
+    let work = copy.path().join("work");
+    git(&work, &["config", "core.abbrev", "12"]);
+    let rc = r_and_off_rc(copy.path(), &work.join(".git"), "repo.enable-blame=1");
+    let server = Server::start(&rc);
+    let html = server.page("/r/blame/src/lib.txt");
+    let hashes = between(&html, "<td class='hashes'>", "</td>");
+    let shown: Vec<&str> = hashes
+        .split("</a></span>")
+        .filter_map(|g| g.rsplit_once('>').map(|(_, id)| id))
+        .filter(|id| !id.is_empty())
+        .collect();
+    assert!(
+        !shown.is_empty()
+            && shown
+                .iter()
+                .all(|id| id.len() == 7 && id.bytes().all(|b| b.is_ascii_hexdigit())),
+        "{shown:?}"
+    );
+    assert!(!shown.is_empty());
+    assert_like_cgit(
+        &server,
+        &rc,
+        "/r/blame/src/lib.txt",
+        &[("<td class='hashes'>", "</td>")],
+    );
+}

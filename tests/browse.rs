@@ -449,7 +449,7 @@ fn tree_pages_list_and_show_files() {
         &first[..7]
     )));
     let file = server.page("/r/tree/src/app.rs?h=main");
-    assert!(file.contains("<title>app.rs « src - r - [no description]</title>"));
+    assert!(file.contains("<title>tree: app.rs « src - r - [no description]</title>"));
     assert!(file.contains("<div class='path'>path: <a href='/r/tree/'>root</a>/<a href='/r/tree/src'>src</a>/<a href='/r/tree/src/app.rs'>app.rs</a></div>"));
     assert!(file.contains(
         "(<a href='/r/plain/src/app.rs'>plain</a>) (<a href='/r/blame/src/app.rs'>blame</a>)"
@@ -590,6 +590,10 @@ fn plain_and_blob_serve_raw_bytes_safely() {
     );
     let html = dir.text();
     assert!(html.contains("<title>/a/b/</title>"));
+    assert!(
+        html.starts_with("<!DOCTYPE html>\n"),
+        "valid HTML5 (cgit has none)"
+    );
     assert!(html.contains("<li><a href='/r/plain/a/?h=side'>../</a></li>"));
     assert!(html.contains("<li><a href='/r/plain/a/b/c/?h=side'>c</a></li>"));
     let root = server.page("/r/plain/");
@@ -942,4 +946,70 @@ fn path_logs_follow_renames_like_git() {
         commit_ids_in(&server.page("/r/log/src/app.rs?follow=1")),
         commit_ids_in(&server.page("/r/log/src/app.rs"))
     );
+}
+
+/// Every form control has a label (a `<label>` or `aria-label`), selects that submit on change
+/// keep a real submit button, graph-only log rows have no self-closing cells, and each page's
+/// `<title>` says which page it is.
+#[test]
+fn controls_are_labelled_and_titles_name_the_page() {
+    let site = build_site("max-stats=year\n");
+    let server = Server::start(&site.rc);
+    let title = |url: &str| between(&server.page(url), "<title>", "</title>").to_string();
+    assert_eq!(title("/r/"), "<title>r - [no description]");
+    assert_eq!(title("/r/log/"), "<title>log - r - [no description]");
+    assert_eq!(title("/r/refs/"), "<title>refs - r - [no description]");
+    assert_eq!(title("/r/tree/"), "<title>tree - r - [no description]");
+    assert_eq!(
+        title("/r/tree/src"),
+        "<title>tree: src - r - [no description]"
+    );
+    assert_eq!(
+        title("/r/log/src/app.rs"),
+        "<title>log: app.rs « src - r - [no description]"
+    );
+    assert_eq!(
+        title("/r/blame/src/app.rs"),
+        "<title>blame: app.rs « src - r - [no description]"
+    );
+    assert_eq!(title("/r/diff/"), "<title>diff - r - [no description]");
+    assert_eq!(title("/r/stats/"), "<title>stats - r - [no description]");
+    assert!(title("/r/commit/").starts_with("<title>commit: "));
+
+    let index = server.page("/");
+    assert!(
+        index.contains("<input type='search' name='q' size='10' aria-label='search repositories'")
+    );
+    let log = server.page("/r/log/");
+    assert!(log.contains("<select name='h' aria-label='branch' onchange='this.form.submit();'>"));
+    assert!(log.contains("<input type='submit' value='switch'/>"));
+    assert!(log.contains("<select name='qt' aria-label='search in'>"));
+    assert!(log.contains("name='q' aria-label='search the log'"));
+    let commit = server.page("/r/commit/");
+    for (id, label) in [
+        ("diff-context", "context:"),
+        ("diff-ignorews", "space:"),
+        ("diff-dt", "mode:"),
+    ] {
+        assert!(commit.contains(&format!("<label for='{id}'>{label}</label>")));
+        assert!(commit.contains(&format!("<select id='{id}' name=")));
+    }
+    assert!(commit.contains("<td class='ctrl'><input type='submit' value='reload'/></td>"));
+    let stats = server.page("/r/stats/");
+    assert!(stats.contains("<label for='stats-ofs'>Authors:</label>"));
+    assert!(stats.contains("<td class='ctrl'><input type='submit' value='Reload'/></td>"));
+    for html in [
+        &log,
+        &commit,
+        &stats,
+        &server.page("/g/log/"),
+        &server.page("/r/tree/"),
+    ] {
+        assert!(!html.contains("<td/>") && !html.contains("<th/>"), "{html}");
+        assert!(!html.contains("'/></tr>"), "no self-closing cells: {html}");
+        assert!(
+            html.contains("<meta name='viewport' content='width=device-width, initial-scale=1'/>")
+        );
+        assert!(!html.contains("<noscript>"));
+    }
 }

@@ -91,7 +91,8 @@ pub fn render_site(site: &Site, req: &PageRequest) -> Result<Response, PageError
             &|_| None,
         ),
     };
-    let frame = Frame::site(site, req, Some("about"));
+    let mut frame = Frame::site(site, req, Some("about"));
+    frame.title = format!("about - {}", frame.title);
     Ok(Response::html(frame::wrap(site, &frame, &body)?))
 }
 

@@ -81,7 +81,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     };
     let mut frame = Frame::repo(ctx, "blame");
     frame.crumbs = shared::path_crumbs(path, |prefix| shared::rev_link(ctx, "blame", prefix));
-    frame.title = format!("{} - {}", shared::path_title(path), frame.title);
+    frame.title = frame::page_title(ctx, "blame", Some(&shared::path_title(path)));
     let mut response = Response::html(frame::wrap(ctx.site, &frame, &view)?);
     if let BlameBody::Unfinished = view.body {
         // A later request may finish; caches must not keep the partial page.
@@ -156,6 +156,10 @@ fn group_views(
     let lines: Vec<&[u8]> = data.split_inclusive(|b| *b == b'\n').collect();
     let mut commits: HashMap<ObjectId, CommitInfo> = HashMap::new();
     let mut views = Vec::with_capacity(groups.len());
+    // cgit abbreviates as git does by default: unique prefixes of git's automatic length (7 hex
+    // digits in a small repository, 10 in one of about a million objects); it does not read the
+    // repository's `core.abbrev`.
+    let abbrev = git::diff::Abbrev::automatic(ctx.repo);
     let mut first = 1;
     for g in groups {
         let info = match commits.entry(g.commit) {
@@ -172,7 +176,7 @@ fn group_views(
             commit_href: ctx
                 .links()
                 .page("commit", Some(path), Some(&ctx.head), &[("id", &hex)]),
-            short: hex[..7].to_string(),
+            short: abbrev.hex(&g.commit),
             previous_href: g.previous.as_ref().map(|(parent, prev_path)| {
                 let parent = parent.to_string();
                 ctx.links().page(

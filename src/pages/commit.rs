@@ -92,7 +92,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         hex,
     };
     let mut frame = Frame::repo(ctx, "commit");
-    frame.title = format!("{} - {}", commit.subject, frame.title);
+    frame.title = frame::page_title(ctx, "commit", Some(&commit.subject));
     frame.crumbs = diffargs::crumbs(ctx, "commit");
     let mut response = Response::html(frame::wrap(ctx.site, &frame, &body)?);
     esi::mark_frame(&mut response, surrogate);

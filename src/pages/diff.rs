@@ -2,7 +2,7 @@
 
 use super::diffargs::{self, Panel};
 use super::frame::{self, Frame};
-use super::{PageError, RepoCtx, Response, esi};
+use super::{PageError, RepoCtx, Response, esi, shared};
 use askama::Template;
 
 #[derive(Template)]
@@ -25,6 +25,9 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         diff_body,
     };
     let mut frame = Frame::repo(ctx, "diff");
+    if let Some(p) = path {
+        frame.title = frame::page_title(ctx, "diff", Some(&shared::path_title(p)));
+    }
     frame.crumbs = diffargs::crumbs(ctx, "diff");
     let mut response = Response::html(frame::wrap(ctx.site, &frame, &body)?);
     esi::mark_frame(&mut response, surrogate);

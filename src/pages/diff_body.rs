@@ -270,8 +270,8 @@ impl Body {
         let _ = writeln!(
             out,
             "{changes}</td><td class='graph'><table summary='file diffstat' width='{}%'><tr>\
-             <td class='add' style='width: {:.1}%;'/><td class='rem' style='width: {:.1}%;'/>\
-             <td class='none' style='width: {:.1}%;'/></tr></table></td></tr>",
+             <td class='add' style='width: {:.1}%;'></td><td class='rem' style='width: {:.1}%;'></td>\
+             <td class='none' style='width: {:.1}%;'></td></tr></table></td></tr>",
             max_changes.min(100),
             percent(f.insertions, max_changes),
             percent(f.deletions, max_changes),

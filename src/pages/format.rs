@@ -6,8 +6,9 @@ const MINUTE: i64 = 60;
 const HOUR: i64 = 60 * MINUTE;
 const DAY: i64 = 24 * HOUR;
 const WEEK: i64 = 7 * DAY;
-const MONTH: i64 = 30 * DAY;
 const YEAR: i64 = 365 * DAY;
+/// cgit's month is a twelfth of its 365-day year: 30 days 10 hours, not a whole number of days.
+const MONTH: f64 = YEAR as f64 / 12.0;
 
 /// Civil date (year, month, day) of a day count since 1970-01-01.
 pub(super) fn civil_from_days(days: i64) -> (i64, u32, u32) {
@@ -73,22 +74,29 @@ pub fn http_date(seconds: i64) -> String {
 }
 
 /// An age as cgit's `span.age-*`: (css class, text).
+///
+/// The unit is the largest whose double still exceeds the age (minutes below two hours, hours
+/// below two days, days below two weeks, weeks below two months, months below two years), and
+/// the count is the age in that unit rounded to the nearest whole number, a half to the even
+/// one (as C's `%.0f` prints it). Checked against cgit 1.2: 165 days is "5 months", 182 days
+/// "6 months", 60 days "9 weeks", 729 days "24 months", 1278 days "4 years".
 pub fn age(t: Time, now: i64) -> (&'static str, String) {
-    let secs = (now - t.seconds).max(0);
-    let round = |unit: i64| ((secs as f64) / (unit as f64)).round() as i64;
-    if secs < 2 * HOUR {
-        ("age-mins", format!("{} min.", round(MINUTE)))
-    } else if secs < 2 * DAY {
-        ("age-hours", format!("{} hours", round(HOUR)))
-    } else if secs < 2 * WEEK {
-        ("age-days", format!("{} days", round(DAY)))
-    } else if secs < 2 * MONTH {
-        ("age-weeks", format!("{} weeks", round(WEEK)))
-    } else if secs < 2 * YEAR {
-        ("age-months", format!("{} months", round(MONTH)))
-    } else {
-        ("age-years", format!("{} years", round(YEAR)))
+    let secs = (now - t.seconds).max(0) as f64;
+    let count = |unit: f64| (secs / unit).round_ties_even();
+    let units: [(f64, &'static str, &str); 5] = [
+        (MINUTE as f64, "age-mins", "min."),
+        (HOUR as f64, "age-hours", "hours"),
+        (DAY as f64, "age-days", "days"),
+        (WEEK as f64, "age-weeks", "weeks"),
+        (MONTH, "age-months", "months"),
+    ];
+    let next = [HOUR as f64, DAY as f64, WEEK as f64, MONTH, YEAR as f64];
+    for ((unit, class, word), limit) in units.into_iter().zip(next) {
+        if secs < 2.0 * limit {
+            return (class, format!("{} {word}", count(unit)));
+        }
     }
+    ("age-years", format!("{} years", count(YEAR as f64)))
 }
 
 /// Whether the log page shows an absolute date instead of an age (older than two weeks).
@@ -126,5 +134,39 @@ mod tests {
         assert_eq!(age(t, 3 * WEEK), ("age-weeks", "3 weeks".into()));
         assert_eq!(age(t, 90 * DAY), ("age-months", "3 months".into()));
         assert_eq!(age(t, 3 * YEAR), ("age-years", "3 years".into()));
+    }
+
+    /// Boundary ages: the whole-minute and whole-day ones as Debian's cgit 1.2 printed them for
+    /// branches that old; the exact halves (90 s, 150 s) as C's `%.0f` rounds them.
+    #[test]
+    fn ages_at_boundaries_like_cgit() {
+        let t = Time::new(0, 0);
+        let cases: [(i64, &str, &str); 22] = [
+            (0, "age-mins", "0 min."),
+            (90, "age-mins", "2 min."),
+            (150, "age-mins", "2 min."),
+            (119 * MINUTE, "age-mins", "119 min."),
+            (2 * HOUR, "age-hours", "2 hours"),
+            (2879 * MINUTE, "age-hours", "48 hours"),
+            (2 * DAY, "age-days", "2 days"),
+            (14 * DAY - 1, "age-days", "14 days"),
+            (14 * DAY, "age-weeks", "2 weeks"),
+            (59 * DAY, "age-weeks", "8 weeks"),
+            (60 * DAY, "age-weeks", "9 weeks"),
+            (61 * DAY, "age-months", "2 months"),
+            (165 * DAY, "age-months", "5 months"),
+            (167 * DAY, "age-months", "5 months"),
+            (182 * DAY, "age-months", "6 months"),
+            (366 * DAY, "age-months", "12 months"),
+            (729 * DAY, "age-months", "24 months"),
+            (730 * DAY, "age-years", "2 years"),
+            (1277 * DAY, "age-years", "3 years"),
+            (1278 * DAY, "age-years", "4 years"),
+            (-5, "age-mins", "0 min."),
+            (1095 * DAY, "age-years", "3 years"),
+        ];
+        for (secs, class, text) in cases {
+            assert_eq!(age(t, secs), (class, text.to_string()), "{secs} s");
+        }
     }
 }

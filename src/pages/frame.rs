@@ -153,7 +153,7 @@ impl<'a> Frame<'a> {
         branches.sort();
         Frame {
             g,
-            title: format!("{} - {}", cfg.name, cfg.desc),
+            title: page_title(ctx, active, None),
             logo: cfg.opts.logo.clone(),
             logo_link: cfg
                 .opts
@@ -192,6 +192,19 @@ impl<'a> Frame<'a> {
             follow_toggle: None,
             version: VERSION,
         }
+    }
+}
+
+/// A repository page's `<title>`: which page (and what on it), then the repository as cgit
+/// titles it (`name - description`): `log - r - desc`, `tree: app.rs « src - r - desc`. The
+/// summary, the repository's home, keeps cgit's plain `name - description`.
+pub fn page_title(ctx: &RepoCtx<'_>, page: &str, detail: Option<&str>) -> String {
+    let cfg = &ctx.state.config;
+    let repo = format!("{} - {}", cfg.name, cfg.desc);
+    match detail {
+        Some(detail) => format!("{page}: {detail} - {repo}"),
+        None if page == "summary" => repo,
+        None => format!("{page} - {repo}"),
     }
 }
 

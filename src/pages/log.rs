@@ -162,6 +162,9 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         stopped_early: page.stopped_early,
     };
     let mut frame = Frame::repo(ctx, "log");
+    if let Some(p) = path {
+        frame.title = frame::page_title(ctx, "log", Some(&shared::path_title(p.as_bytes())));
+    }
     frame.crumbs = crumbs(ctx, &args);
     if opts.enable_follow_links && path.is_some() {
         let toggled = LogArgs {

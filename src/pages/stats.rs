@@ -122,6 +122,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     };
     let mut frame = Frame::repo(ctx, "stats");
     if let Some(p) = &ctx.req.path {
+        frame.title = frame::page_title(ctx, "stats", Some(&shared::path_title(p)));
         frame.crumbs = shared::path_crumbs(p, |prefix| {
             ctx.links().page("stats", prefix, Some(&ctx.head), &[])
         });

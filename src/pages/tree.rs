@@ -115,7 +115,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let mut frame = Frame::repo(ctx, "tree");
     if let Some(p) = &ctx.req.path {
         frame.crumbs = shared::path_crumbs(p, |prefix| links.page("tree", prefix));
-        frame.title = format!("{} - {}", shared::path_title(p), frame.title);
+        frame.title = frame::page_title(ctx, "tree", Some(&shared::path_title(p)));
     }
     let html = match gtree::find(ctx.repo, root, path)? {
         Some(Found::Tree(id)) => {

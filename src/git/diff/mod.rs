@@ -428,13 +428,22 @@ pub struct Abbrev {
 
 impl Abbrev {
     pub fn new(repo: &gix::Repository) -> Self {
-        let mut objects = (*repo.objects).clone();
-        objects.refresh_never();
         let configured = repo
             .config_snapshot()
             .integer("core.abbrev")
             .filter(|n| (4..=40).contains(n))
             .map(|n| n as usize);
+        Self::with_len(repo, configured)
+    }
+
+    /// git's automatic length whatever `core.abbrev` says, as cgit's pages (blame) show ids.
+    pub fn automatic(repo: &gix::Repository) -> Self {
+        Self::with_len(repo, None)
+    }
+
+    fn with_len(repo: &gix::Repository, configured: Option<usize>) -> Self {
+        let mut objects = (*repo.objects).clone();
+        objects.refresh_never();
         let len = configured.unwrap_or_else(|| {
             let count = objects.packed_object_count().unwrap_or(0);
             let bits = 64 - count.leading_zeros();
