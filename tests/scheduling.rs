@@ -128,9 +128,16 @@ fn cheap_pages_are_answered_while_expensive_work_holds_its_workers() {
     assert_eq!(g.calls(), 1, "the blame was still running");
     assert_eq!(g.metric(RUNNING_EXPENSIVE), 1.0);
     g.open();
-    for blame in blames {
-        assert_eq!(blame.join().unwrap().status, 200);
-    }
+    let statuses: Vec<u16> = blames
+        .into_iter()
+        .map(|b| b.join().unwrap().status)
+        .collect();
+    assert!(statuses.contains(&200), "the running blame finished: {statuses:?}");
+    // The others waited in a standing queue: served, or shed with a 503 (CoDel).
+    assert!(
+        statuses.iter().all(|s| [200, 503].contains(s)),
+        "{statuses:?}"
+    );
 }
 
 #[test]

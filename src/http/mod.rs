@@ -55,15 +55,15 @@ pub fn scheduler_limits(options: &Scheduling) -> Limits {
     if options.expensive_workers > 0 {
         limits.expensive_workers = options.expensive_workers;
     }
-    // A standing queue sheds waiters past a tenth (cheap) or a twentieth (expensive) of the
-    // deadline, as the defaults do (5 s / 500 ms, 2 s / 100 ms).
+    // A standing queue sheds waiters past a tenth (cheap) or a quarter (expensive) of the
+    // deadline, as the defaults do (5 s / 500 ms, 2 s / 500 ms).
     if options.cheap_deadline_ms > 0 {
         limits.cheap_deadline = Duration::from_millis(options.cheap_deadline_ms);
         limits.cheap_overload_wait = limits.cheap_deadline / 10;
     }
     if options.expensive_deadline_ms > 0 {
         limits.expensive_deadline = Duration::from_millis(options.expensive_deadline_ms);
-        limits.expensive_overload_wait = limits.expensive_deadline / 20;
+        limits.expensive_overload_wait = limits.expensive_deadline / 4;
     }
     limits
 }

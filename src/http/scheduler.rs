@@ -81,9 +81,9 @@ pub struct Limits {
     /// In a standing cheap queue, waiters older than this are shed. Default 500 ms: while the
     /// queue is served newest-first, the old waiters would otherwise wait until the deadline.
     pub cheap_overload_wait: Duration,
-    /// In a standing expensive queue, waiters older than this are shed. Default 100 ms: a
-    /// standing expensive queue is a flood; the newest few requests are served, the rest told
-    /// to come back.
+    /// In a standing expensive queue, waiters older than this are shed. Default 500 ms, a
+    /// quarter of the deadline: one expensive job can take seconds, so a queue stands behind
+    /// it soon; the newest requests are served, the ones that waited longest told to come back.
     pub expensive_overload_wait: Duration,
 }
 
@@ -107,7 +107,7 @@ impl Limits {
             target: Duration::from_millis(20),
             interval: Duration::from_millis(100),
             cheap_overload_wait: Duration::from_millis(500),
-            expensive_overload_wait: Duration::from_millis(100),
+            expensive_overload_wait: Duration::from_millis(500),
         }
     }
 
