@@ -1,10 +1,10 @@
 //! Commit reading and history walks: plain, searched, ranged and path-limited logs.
 
 use super::GitError;
+use super::commit_graph::BloomFilters;
 use super::encoding::decode;
 use super::tree::entry_at;
 use crate::cache::{WalkCache, WalkIds};
-use crate::repos::bloom::BloomFilters;
 use crate::repos::{Person, subject_of};
 use gix::ObjectId;
 use gix::bstr::{BStr, BString, ByteSlice};

@@ -3,6 +3,7 @@
 pub mod archive;
 pub mod blame;
 pub mod changes;
+pub mod commit_graph;
 pub mod diff;
 pub mod encoding;
 pub mod files;

@@ -1,7 +1,6 @@
 //! Resident repository state: each configured repository opened once with gix, a pool of warm
 //! handles, and the ref snapshot kept fresh by cheap change detection.
 
-pub mod bloom;
 mod refs;
 mod stamp;
 
@@ -10,6 +9,7 @@ pub use refs::{
 };
 
 use crate::config::{Config, RepoConfig};
+use crate::git::commit_graph::BloomFilters;
 use prometheus_client::metrics::counter::Counter;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -109,7 +109,7 @@ impl RepoState {
 
     /// The changed-path Bloom filters of the repository's commit-graph, if it has any
     /// (re-opened when the commit-graph is rewritten).
-    pub fn bloom(&self) -> Option<Arc<bloom::BloomFilters>> {
+    pub fn bloom(&self) -> Option<Arc<BloomFilters>> {
         self.git.bloom()
     }
 
@@ -139,7 +139,7 @@ struct GitRepo {
 }
 
 struct CachedBloom {
-    filters: Option<Arc<bloom::BloomFilters>>,
+    filters: Option<Arc<BloomFilters>>,
     stamp: Vec<Option<(u64, i64, i64)>>,
     checked: Instant,
 }
@@ -147,7 +147,7 @@ struct CachedBloom {
 /// Inode and mtime of each commit-graph source file, to notice rewrites.
 fn bloom_stamp(git_dir: &Path) -> Vec<Option<(u64, i64, i64)>> {
     use std::os::unix::fs::MetadataExt;
-    bloom::BloomFilters::sources(git_dir)
+    BloomFilters::sources(git_dir)
         .iter()
         .map(|p| {
             std::fs::metadata(p)
@@ -210,7 +210,7 @@ impl GitRepo {
         Ok(result)
     }
 
-    fn bloom(&self) -> Option<Arc<bloom::BloomFilters>> {
+    fn bloom(&self) -> Option<Arc<BloomFilters>> {
         let mut cached = self.bloom.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = cached.as_ref()
             && c.checked.elapsed() < REF_CHECK_INTERVAL
@@ -222,7 +222,7 @@ impl GitRepo {
             Some(c) if c.stamp == stamp => c.checked = Instant::now(),
             _ => {
                 *cached = Some(CachedBloom {
-                    filters: bloom::BloomFilters::open(&self.path).map(Arc::new),
+                    filters: BloomFilters::open(&self.path).map(Arc::new),
                     stamp,
                     checked: Instant::now(),
                 })
