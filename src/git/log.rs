@@ -1,13 +1,12 @@
-//! Commit reading and history walks: plain, searched, ranged and path-limited logs.
+//! History walks: plain, searched, ranged and path-limited logs.
 
 use super::GitError;
+use super::commit::{CommitInfo, Person, read_commit};
 use super::commit_graph::BloomFilters;
-use super::encoding::decode;
 use super::tree::entry_at;
 use crate::cache::{WalkCache, WalkIds};
-use crate::repos::{Person, subject_of};
 use gix::ObjectId;
-use gix::bstr::{BStr, BString, ByteSlice};
+use gix::bstr::{BStr, BString};
 use gix::objs::tree::EntryMode;
 use gix::revision::walk::Sorting;
 use gix::traverse::commit::simple::CommitTimeOrder;
@@ -20,46 +19,6 @@ use std::time::{Duration, Instant};
 const MAX_VISITS: usize = 200_000;
 /// Wall-clock budget of one walk.
 const MAX_WALK_TIME: Duration = Duration::from_secs(4);
-
-/// A decoded commit.
-#[derive(Clone, Debug)]
-pub struct CommitInfo {
-    pub id: ObjectId,
-    pub tree: ObjectId,
-    pub parents: Vec<ObjectId>,
-    pub author: Person,
-    pub committer: Person,
-    pub subject: String,
-    /// The whole message, subject included.
-    pub message: String,
-}
-
-impl CommitInfo {
-    /// The message without its subject line and the blank lines after it.
-    pub fn body(&self) -> &str {
-        match self.message.split_once('\n') {
-            Some((_, rest)) => rest.trim_start_matches(['\n', '\r']),
-            None => "",
-        }
-    }
-}
-
-pub fn read_commit(repo: &gix::Repository, id: ObjectId) -> Result<CommitInfo, GitError> {
-    let commit = repo
-        .find_commit(id)
-        .map_err(|_| GitError::NotFound(format!("Bad commit: {id}")))?;
-    let c = commit.decode().map_err(GitError::internal)?;
-    let encoding = c.encoding.map(|e| e.as_bytes());
-    Ok(CommitInfo {
-        id,
-        tree: c.tree(),
-        parents: c.parents().collect(),
-        author: Person::from_signature(c.author().map_err(GitError::internal)?, encoding),
-        committer: Person::from_signature(c.committer().map_err(GitError::internal)?, encoding),
-        subject: subject_of(c.message, encoding),
-        message: decode(c.message, encoding),
-    })
-}
 
 /// One page of history.
 pub struct LogPage {

@@ -3,6 +3,7 @@
 pub mod archive;
 pub mod blame;
 pub mod changes;
+pub mod commit;
 pub mod commit_graph;
 pub mod diff;
 pub mod encoding;
@@ -13,7 +14,8 @@ pub mod notes;
 pub mod rev;
 pub mod tree;
 
-pub use log::{CommitInfo, LogPage};
+pub use commit::CommitInfo;
+pub use log::LogPage;
 
 /// Why a git query failed.
 #[derive(Debug)]

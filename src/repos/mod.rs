@@ -4,9 +4,7 @@
 mod refs;
 mod stamp;
 
-pub use refs::{
-    Branch, Decoration, DecorationKind, Person, RefEntry, RefSnapshot, Tag, subject_of,
-};
+pub use refs::{Branch, Decoration, DecorationKind, RefEntry, RefSnapshot, Tag};
 
 use crate::config::{Config, RepoConfig};
 use crate::git::commit_graph::BloomFilters;
