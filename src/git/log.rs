@@ -4,7 +4,6 @@ use super::GitError;
 use super::commit::{CommitInfo, Person, read_commit};
 use super::commit_graph::BloomFilters;
 use super::tree::entry_at;
-use crate::cache::{WalkCache, WalkIds};
 use gix::ObjectId;
 use gix::bstr::{BStr, BString};
 use gix::objs::tree::EntryMode;
@@ -27,6 +26,25 @@ pub struct LogPage {
     pub has_more: bool,
     /// The walk hit its time or visit budget: later matches may exist.
     pub stopped_early: bool,
+}
+
+/// Commit ids of a history walk (in walk order), kept so that deeper pages of the same walk
+/// continue from what earlier pages found instead of starting over.
+#[derive(Debug, Default)]
+pub struct WalkIds {
+    pub ids: Vec<ObjectId>,
+    /// The walk reached the end of history.
+    pub complete: bool,
+}
+
+/// A memory of earlier walks that a log query may use and fill: the ids each walk found, by a
+/// key that describes the walk (tips, exclusions, path, order). The caller decides how much
+/// is kept and for how long.
+pub trait WalkMemo: std::fmt::Debug + Send + Sync {
+    /// The ids remembered for the walk `key`, if any.
+    fn get(&self, key: &str) -> Option<Arc<WalkIds>>;
+    /// Remembers the ids a walk found (as far as it went).
+    fn put(&self, key: String, walk: Arc<WalkIds>);
 }
 
 /// The order commits are listed in (cgit's `commit-sort`).
@@ -175,7 +193,7 @@ pub struct LogQuery<'a> {
     /// The commit-graph's changed-path filters, to skip tree reads in path walks.
     pub bloom: Option<Arc<BloomFilters>>,
     /// Where unfiltered walks are remembered for deeper pages.
-    pub walks: Option<&'a WalkCache>,
+    pub walks: Option<&'a dyn WalkMemo>,
     pub filter: Option<Filter>,
     pub order: Order,
     /// Commits older than this (committer time) are not listed, nor is their ancestry walked
@@ -244,7 +262,7 @@ pub fn query(repo: &gix::Repository, q: &LogQuery<'_>) -> Result<LogPage, GitErr
 fn cached_query(
     repo: &gix::Repository,
     q: &LogQuery<'_>,
-    walks: &WalkCache,
+    walks: &dyn WalkMemo,
 ) -> Result<LogPage, GitError> {
     let key = format!(
         "{:?} {:?} {:?} {} {:?} {:?}",
