@@ -9,6 +9,7 @@ pub mod lines;
 pub mod patch;
 pub mod quote;
 mod rename;
+mod spans;
 pub mod stat;
 mod tree;
 
