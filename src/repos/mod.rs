@@ -24,13 +24,36 @@ const OBJECT_CACHE_BYTES: usize = 2 << 20;
 /// can be whole large objects (hundreds of MiB over a pool of handles).
 const DELTA_BASE_CACHE: &str = "core.deltaBaseCacheLimit=16m";
 
-/// Why a repository could not be used.
-#[derive(Debug, Clone)]
-pub struct RepoError(pub String);
+/// Why a repository could not be used (for logs: the messages name server paths).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RepoError {
+    /// The configured path is not a repository gix can open.
+    #[error("Not a git repository: '{}'", path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: Arc<gix::Error>,
+    },
+    /// The repository's HEAD cannot be read any more (the repository went away).
+    #[error("Failed to open repository '{}'", path.display())]
+    Vanished {
+        path: PathBuf,
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// The refs could not be listed.
+    #[error("reading refs")]
+    Refs {
+        #[source]
+        source: Arc<dyn std::error::Error + Send + Sync + 'static>,
+    },
+}
 
-impl std::fmt::Display for RepoError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+impl RepoError {
+    pub(crate) fn refs(e: impl std::error::Error + Send + Sync + 'static) -> RepoError {
+        RepoError::Refs {
+            source: Arc::new(e),
+        }
     }
 }
 
@@ -180,10 +203,10 @@ impl GitRepo {
                     .open_path_as_is(true)
                     .config_overrides([DELTA_BASE_CACHE]);
                 gix::ThreadSafeRepository::open_opts(&self.path, options).map_err(|e| {
-                    RepoError(format!(
-                        "Not a git repository: '{}' ({e})",
-                        self.path.display()
-                    ))
+                    RepoError::Open {
+                        path: self.path.clone(),
+                        source: Arc::new(e),
+                    }
                 })
             })
             .as_ref()

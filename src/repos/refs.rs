@@ -83,7 +83,6 @@ pub struct RefSnapshot {
 
 impl RefSnapshot {
     pub fn build(repo: &gix::Repository, version: u64) -> Result<RefSnapshot, RepoError> {
-        let err = |e: &dyn std::fmt::Display| RepoError(format!("reading refs: {e}"));
         let mut snap = RefSnapshot {
             version,
             ..RefSnapshot::default()
@@ -93,8 +92,8 @@ impl RefSnapshot {
                 .strip_prefix(b"refs/heads/")
                 .map(|s| s.to_str_lossy().into_owned())
         });
-        let platform = repo.references().map_err(|e| err(&e))?;
-        for reference in platform.all().map_err(|e| err(&e))? {
+        let platform = repo.references().map_err(RepoError::refs)?;
+        for reference in platform.all().map_err(RepoError::refs)? {
             let Ok(reference) = reference else { continue };
             let full = reference.inner.name.as_bstr().to_str_lossy().into_owned();
             let Some(id) = reference.inner.target.try_id().map(ToOwned::to_owned) else {
