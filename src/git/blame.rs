@@ -2,7 +2,7 @@
 //! a wall-clock budget. The result is a pure function of (commit id, path), so it has a compact
 //! text form that callers may cache.
 
-use super::GitError;
+use super::error::GitError;
 use super::tree::entry_at;
 use gix::ObjectId;
 use gix::bstr::{BStr, BString, ByteSlice};

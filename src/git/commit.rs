@@ -1,7 +1,7 @@
 //! Commits as plain data: the decoded commit, its people and its subject line.
 
-use super::GitError;
 use super::encoding::decode;
+use super::error::GitError;
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
 

@@ -1,9 +1,9 @@
 //! `git format-patch --stdout` text for single commits: mbox headers (RFC 2047 where git
 //! encodes), message, `---`, diffstat and summary, patch, signature.
 
-use super::GitError;
 use super::diff::{self, Abbrev, BinaryPatches, DiffOptions, Limits};
 use super::encoding::reencode;
+use super::error::GitError;
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
 

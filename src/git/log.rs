@@ -1,8 +1,8 @@
 //! History walks: plain, searched, ranged and path-limited logs.
 
-use super::GitError;
 use super::commit::{CommitInfo, Person, read_commit};
 use super::commit_graph::BloomFilters;
+use super::error::GitError;
 use super::tree::entry_at;
 use gix::ObjectId;
 use gix::bstr::{BStr, BString};

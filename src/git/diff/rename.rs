@@ -4,8 +4,8 @@
 
 use super::blobs::Blobs;
 use super::spans::copied_bytes;
-use super::tree::RawChange;
-use super::{Entry, GitError};
+use super::tree::{Entry, RawChange};
+use crate::git::error::GitError;
 use std::collections::HashMap;
 
 /// git's full score; a similarity index is `score * 100 / MAX_SCORE`.

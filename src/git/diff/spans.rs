@@ -1,7 +1,7 @@
 //! Similarity of blobs as git's rename detection measures it: bytes counted per chunk of
 //! content, and how many of one blob's bytes another one shares.
 
-use super::is_binary;
+use crate::git::tree::is_binary;
 use std::collections::HashMap;
 
 /// Byte counts per chunk hash: chunks end at a newline or after 64 bytes (git's
