@@ -2,6 +2,7 @@
 //! options (diff bodies, highlighted blobs), keyed by those — not by repository — so the same
 //! commit in many forks is rendered once.
 
+use crate::git::log::{WalkIds, WalkMemo};
 use lru::LruCache;
 use prometheus_client::metrics::counter::Counter;
 use std::sync::{Arc, Mutex};
@@ -158,15 +159,6 @@ mod tests {
     }
 }
 
-/// Commit ids of a history walk (in walk order), kept so that deeper pages of the same walk
-/// continue from what earlier pages found instead of starting over.
-#[derive(Debug, Default)]
-pub struct WalkIds {
-    pub ids: Vec<gix::ObjectId>,
-    /// The walk reached the end of history.
-    pub complete: bool,
-}
-
 /// Recent walks by (tips, exclusions, path, order); bounded in entries (each holds at most one
 /// walk budget of ids).
 #[derive(Debug)]
@@ -187,15 +179,17 @@ impl Default for WalkCache {
     }
 }
 
-impl WalkCache {
-    pub fn get(&self, key: &str) -> Option<Arc<WalkIds>> {
+impl WalkMemo for WalkCache {
+    fn get(&self, key: &str) -> Option<Arc<WalkIds>> {
         self.lock().get(key).cloned()
     }
 
-    pub fn put(&self, key: String, walk: Arc<WalkIds>) {
+    fn put(&self, key: String, walk: Arc<WalkIds>) {
         self.lock().put(key, walk);
     }
+}
 
+impl WalkCache {
     fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<String, Arc<WalkIds>>> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -341,7 +341,7 @@ fn path_limited_log_equals_git_log() {
     for repo_dir in ["plain.git", "graph.git"] {
         let dir = site.root.join(repo_dir);
         let repo = open(&dir);
-        let bloom = cgitd::repos::bloom::BloomFilters::open(&dir).map(std::sync::Arc::new);
+        let bloom = cgitd::git::commit_graph::BloomFilters::open(&dir).map(std::sync::Arc::new);
         assert_eq!(bloom.is_some(), repo_dir == "graph.git");
         let tip = repo.rev_parse_single("main").unwrap().detach();
         for path in [

@@ -2,7 +2,7 @@
 //! a wall-clock budget. The result is a pure function of (commit id, path), so it has a compact
 //! text form that callers may cache.
 
-use super::GitError;
+use super::error::GitError;
 use super::tree::entry_at;
 use gix::ObjectId;
 use gix::bstr::{BStr, BString, ByteSlice};
@@ -89,11 +89,11 @@ fn previous(
     commit: ObjectId,
     path: &BStr,
 ) -> Result<Option<(ObjectId, BString)>, GitError> {
-    let info = super::log::read_commit(repo, commit)?;
+    let info = super::commit::read_commit(repo, commit)?;
     let Some(parent) = info.parents.first().copied() else {
         return Ok(None);
     };
-    let tree = super::log::read_commit(repo, parent)?.tree;
+    let tree = super::commit::read_commit(repo, parent)?.tree;
     let found = entry_at(repo, tree, path, &mut Vec::new())?;
     Ok(found.map(|_| (parent, path.to_owned())))
 }

@@ -1,7 +1,7 @@
 //! Per-commit change counts for the log's Files and Lines columns: a tree diff against the
 //! first parent, and optionally a line diff of each changed blob.
 
-use super::GitError;
+use super::error::GitError;
 use super::tree::is_binary;
 use gix::ObjectId;
 use gix::bstr::{BStr, ByteSlice};

@@ -1,9 +1,9 @@
 //! `git format-patch --stdout` text for single commits: mbox headers (RFC 2047 where git
 //! encodes), message, `---`, diffstat and summary, patch, signature.
 
-use super::GitError;
 use super::diff::{self, Abbrev, BinaryPatches, DiffOptions, Limits};
 use super::encoding::reencode;
+use super::error::GitError;
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
 
@@ -51,9 +51,7 @@ impl<'r> Mails<'r> {
         let parent = c.parents().next();
         let tree = diff::diff_commits(repo, parent, commit, &self.opts, self.path, Limits::RAW)?;
         if tree.truncated {
-            return Err(GitError::Internal(
-                "The diff is too large to be shown".into(),
-            ));
+            return Err(GitError::internal_msg("The diff is too large to be shown"));
         }
         out.extend_from_slice(format!("From {commit} Mon Sep 17 00:00:00 2001\n").as_bytes());
         let encoding = c.encoding.map(|e| e.to_vec());

@@ -1,13 +1,11 @@
-//! Commit reading and history walks: plain, searched, ranged and path-limited logs.
+//! History walks: plain, searched, ranged and path-limited logs.
 
-use super::GitError;
-use super::encoding::decode;
+use super::commit::{CommitInfo, Person, read_commit};
+use super::commit_graph::BloomFilters;
+use super::error::GitError;
 use super::tree::entry_at;
-use crate::cache::{WalkCache, WalkIds};
-use crate::repos::bloom::BloomFilters;
-use crate::repos::{Person, subject_of};
 use gix::ObjectId;
-use gix::bstr::{BStr, BString, ByteSlice};
+use gix::bstr::{BStr, BString};
 use gix::objs::tree::EntryMode;
 use gix::revision::walk::Sorting;
 use gix::traverse::commit::simple::CommitTimeOrder;
@@ -21,46 +19,6 @@ const MAX_VISITS: usize = 200_000;
 /// Wall-clock budget of one walk.
 const MAX_WALK_TIME: Duration = Duration::from_secs(4);
 
-/// A decoded commit.
-#[derive(Clone, Debug)]
-pub struct CommitInfo {
-    pub id: ObjectId,
-    pub tree: ObjectId,
-    pub parents: Vec<ObjectId>,
-    pub author: Person,
-    pub committer: Person,
-    pub subject: String,
-    /// The whole message, subject included.
-    pub message: String,
-}
-
-impl CommitInfo {
-    /// The message without its subject line and the blank lines after it.
-    pub fn body(&self) -> &str {
-        match self.message.split_once('\n') {
-            Some((_, rest)) => rest.trim_start_matches(['\n', '\r']),
-            None => "",
-        }
-    }
-}
-
-pub fn read_commit(repo: &gix::Repository, id: ObjectId) -> Result<CommitInfo, GitError> {
-    let commit = repo
-        .find_commit(id)
-        .map_err(|_| GitError::NotFound(format!("Bad commit: {id}")))?;
-    let c = commit.decode().map_err(GitError::internal)?;
-    let encoding = c.encoding.map(|e| e.as_bytes());
-    Ok(CommitInfo {
-        id,
-        tree: c.tree(),
-        parents: c.parents().collect(),
-        author: Person::from_signature(c.author().map_err(GitError::internal)?, encoding),
-        committer: Person::from_signature(c.committer().map_err(GitError::internal)?, encoding),
-        subject: subject_of(c.message, encoding),
-        message: decode(c.message, encoding),
-    })
-}
-
 /// One page of history.
 pub struct LogPage {
     pub commits: Vec<CommitInfo>,
@@ -68,6 +26,25 @@ pub struct LogPage {
     pub has_more: bool,
     /// The walk hit its time or visit budget: later matches may exist.
     pub stopped_early: bool,
+}
+
+/// Commit ids of a history walk (in walk order), kept so that deeper pages of the same walk
+/// continue from what earlier pages found instead of starting over.
+#[derive(Debug, Default)]
+pub struct WalkIds {
+    pub ids: Vec<ObjectId>,
+    /// The walk reached the end of history.
+    pub complete: bool,
+}
+
+/// A memory of earlier walks that a log query may use and fill: the ids each walk found, by a
+/// key that describes the walk (tips, exclusions, path, order). The caller decides how much
+/// is kept and for how long.
+pub trait WalkMemo: std::fmt::Debug + Send + Sync {
+    /// The ids remembered for the walk `key`, if any.
+    fn get(&self, key: &str) -> Option<Arc<WalkIds>>;
+    /// Remembers the ids a walk found (as far as it went).
+    fn put(&self, key: String, walk: Arc<WalkIds>);
 }
 
 /// The order commits are listed in (cgit's `commit-sort`).
@@ -216,7 +193,7 @@ pub struct LogQuery<'a> {
     /// The commit-graph's changed-path filters, to skip tree reads in path walks.
     pub bloom: Option<Arc<BloomFilters>>,
     /// Where unfiltered walks are remembered for deeper pages.
-    pub walks: Option<&'a WalkCache>,
+    pub walks: Option<&'a dyn WalkMemo>,
     pub filter: Option<Filter>,
     pub order: Order,
     /// Commits older than this (committer time) are not listed, nor is their ancestry walked
@@ -285,7 +262,7 @@ pub fn query(repo: &gix::Repository, q: &LogQuery<'_>) -> Result<LogPage, GitErr
 fn cached_query(
     repo: &gix::Repository,
     q: &LogQuery<'_>,
-    walks: &WalkCache,
+    walks: &dyn WalkMemo,
 ) -> Result<LogPage, GitError> {
     let key = format!(
         "{:?} {:?} {:?} {} {:?} {:?}",

@@ -3,8 +3,11 @@
 pub mod archive;
 pub mod blame;
 pub mod changes;
+pub mod commit;
+pub mod commit_graph;
 pub mod diff;
 pub mod encoding;
+mod error;
 pub mod files;
 pub mod format_patch;
 pub mod log;
@@ -12,21 +15,6 @@ pub mod notes;
 pub mod rev;
 pub mod tree;
 
-pub use log::{CommitInfo, LogPage};
-
-/// Why a git query failed.
-#[derive(Debug)]
-pub enum GitError {
-    /// The client named something that does not exist (unknown revision, path, object).
-    NotFound(String),
-    /// The client's input can never be valid (bad hex, option-like revision).
-    BadRequest(String),
-    /// The repository could not answer (corrupt or unreadable objects).
-    Internal(String),
-}
-
-impl GitError {
-    pub fn internal(e: impl std::fmt::Display) -> GitError {
-        GitError::Internal(e.to_string())
-    }
-}
+pub use commit::CommitInfo;
+pub use error::GitError;
+pub use log::LogPage;

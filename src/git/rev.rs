@@ -1,6 +1,6 @@
 //! Revision resolution: URL strings to object ids, only ever as revisions.
 
-use super::GitError;
+use super::error::GitError;
 use gix::ObjectId;
 
 /// Resolves a revision expression. Strings that look like options are refused, and reflog or

@@ -1,6 +1,6 @@
 //! Trees and blobs: entries at a path, directory listings with sizes, bounded blob reads.
 
-use super::GitError;
+use super::error::GitError;
 use gix::ObjectId;
 use gix::bstr::{BStr, BString, ByteSlice};
 use gix::objs::FindExt;

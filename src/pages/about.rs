@@ -152,7 +152,7 @@ fn parent(path: &[u8]) -> &[u8] {
 fn sibling(ctx: &RepoCtx<'_>, rev: &str, path: &[u8]) -> Result<Vec<u8>, PageError> {
     let not_found = || PageError::NotFound("Not found".into());
     let commit = crate::git::rev::resolve_commit(ctx.repo, rev)?;
-    let tree = crate::git::log::read_commit(ctx.repo, commit)?.tree;
+    let tree = crate::git::commit::read_commit(ctx.repo, commit)?.tree;
     match gtree::find(ctx.repo, tree, path.as_bstr())? {
         Some(Found::Blob { id, .. }) => readme::read(
             ctx,

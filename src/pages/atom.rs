@@ -2,8 +2,9 @@
 //! every branch and tag), optionally limited to a path, as an Atom feed.
 
 use super::{PageError, RepoCtx, Response, format};
+use crate::git::CommitInfo;
 use crate::git::GitError;
-use crate::git::log::{self, CommitInfo, LogQuery};
+use crate::git::log::{self, LogQuery};
 use askama::Template;
 use gix::ObjectId;
 use gix::bstr::{BStr, ByteSlice};

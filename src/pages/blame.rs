@@ -62,7 +62,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         return Err(PageError::Forbidden("Blame is disabled".into()));
     }
     let commit = shared::page_commit(ctx)?;
-    let root = git::log::read_commit(ctx.repo, commit)?.tree;
+    let root = git::commit::read_commit(ctx.repo, commit)?.tree;
     let path = ctx.path();
     let blob = match gtree::find(ctx.repo, root, path)? {
         Some(Found::Tree(_)) => {
@@ -164,7 +164,7 @@ fn group_views(
     for g in groups {
         let info = match commits.entry(g.commit) {
             Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => e.insert(git::log::read_commit(ctx.repo, g.commit)?),
+            Entry::Vacant(e) => e.insert(git::commit::read_commit(ctx.repo, g.commit)?),
         };
         let hex = g.commit.to_string();
         let end = first + g.lines;

@@ -14,7 +14,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         Some(hex) => full_hex(hex)?,
         None => {
             let commit = shared::page_commit(ctx)?;
-            let tree = git::log::read_commit(ctx.repo, commit)?.tree;
+            let tree = git::commit::read_commit(ctx.repo, commit)?.tree;
             let path = path.ok_or_else(|| PageError::NotFound("Path not found".into()))?;
             match gtree::find(ctx.repo, tree, path.as_bstr())? {
                 Some(Found::Blob { id, .. }) => id,

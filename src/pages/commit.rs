@@ -43,7 +43,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         return Ok(redirect);
     }
     let id = diffargs::new_commit(ctx)?;
-    let commit = git::log::read_commit(ctx.repo, id)?;
+    let commit = git::commit::read_commit(ctx.repo, id)?;
     let opts = diffargs::view_options(ctx);
     let path = ctx.req.path.as_ref().map(|p| p.as_slice());
     let (diff_body, surrogate) = if commit.parents.len() < 3 {
@@ -109,7 +109,7 @@ fn parent_rows(ctx: &RepoCtx<'_>, commit: &CommitInfo, path: Option<&[u8]>) -> V
         .map(|p| {
             let phex = p.to_string();
             let label = if ctx.state.config.opts.enable_subject_links {
-                git::log::read_commit(ctx.repo, *p)
+                git::commit::read_commit(ctx.repo, *p)
                     .map(|c| c.subject)
                     .unwrap_or_else(|_| phex.clone())
             } else {

@@ -54,7 +54,7 @@ pub fn render(
     path: Option<&[u8]>,
 ) -> Result<String, PageError> {
     let tree = diff::diff_commits(repo, old, new, &opts.diff, path, Limits::PAGE)?;
-    let first_parent = crate::git::log::read_commit(repo, new)?
+    let first_parent = crate::git::commit::read_commit(repo, new)?
         .parents
         .first()
         .copied();

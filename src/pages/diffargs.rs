@@ -28,7 +28,7 @@ pub fn commit_pair(ctx: &RepoCtx<'_>) -> Result<CommitPair, PageError> {
             new,
         }),
         None => Ok(CommitPair {
-            old: git::log::read_commit(ctx.repo, new)?
+            old: git::commit::read_commit(ctx.repo, new)?
                 .parents
                 .first()
                 .copied(),

@@ -76,7 +76,7 @@ impl PageError {
 
 impl From<RepoError> for PageError {
     fn from(e: RepoError) -> Self {
-        PageError::internal("opening the repository", e.0)
+        PageError::internal("opening the repository", e)
     }
 }
 
@@ -85,7 +85,7 @@ impl From<GitError> for PageError {
         match e {
             GitError::NotFound(m) => PageError::NotFound(m),
             GitError::BadRequest(m) => PageError::BadRequest(m),
-            GitError::Internal(m) => PageError::internal("reading the repository", m),
+            e @ GitError::Internal { .. } => PageError::internal("reading the repository", e),
         }
     }
 }

@@ -4,7 +4,7 @@
 use super::RepoCtx;
 use super::html::escape;
 use crate::filter::{config_env, exec_program, run};
-use crate::repos::Person;
+use crate::git::commit::Person;
 
 /// The `CGIT_REPO_*` variables cgit gives filters.
 pub fn repo_env(ctx: &RepoCtx<'_>) -> Vec<(&'static str, String)> {

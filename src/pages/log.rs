@@ -283,7 +283,7 @@ fn build_query<'a>(
         path: ctx.req.path.as_ref().map(|p| p.as_bstr()),
         follow: following(ctx),
         bloom: ctx.state.bloom(),
-        walks: Some(&ctx.site.walks),
+        walks: Some(&*ctx.site.walks),
         filter,
         order,
         since: None,

@@ -350,7 +350,7 @@ fn named_commit_time(repo: &gix::Repository, req: &PageRequest) -> Option<i64> {
     let id = gix::ObjectId::from_hex(req.query.id.as_ref()?.as_bytes()).ok()?;
     let commit = crate::git::rev::peel_to_commit(repo, id)?;
     Some(
-        crate::git::log::read_commit(repo, commit)
+        crate::git::commit::read_commit(repo, commit)
             .ok()?
             .committer
             .time

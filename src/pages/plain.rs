@@ -21,7 +21,7 @@ struct Listing {
 
 pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let commit = shared::page_commit(ctx)?;
-    let tree = git::log::read_commit(ctx.repo, commit)?.tree;
+    let tree = git::commit::read_commit(ctx.repo, commit)?.tree;
     let path = ctx.path();
     let not_found = || PageError::NotFound("Not found".into());
     match gtree::find(ctx.repo, tree, path)?.ok_or_else(not_found)? {

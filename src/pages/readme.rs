@@ -61,7 +61,7 @@ fn locate_one(ctx: &RepoCtx<'_>, spec: &str) -> Option<Location> {
                 rev
             };
             let commit = crate::git::rev::resolve_commit(ctx.repo, rev).ok()?;
-            let tree = crate::git::log::read_commit(ctx.repo, commit).ok()?.tree;
+            let tree = crate::git::commit::read_commit(ctx.repo, commit).ok()?.tree;
             match gtree::find(ctx.repo, tree, path.as_bytes().as_bstr()).ok()?? {
                 Found::Blob { id, .. } => Some(Location::Tree {
                     rev: rev.to_string(),

@@ -32,7 +32,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     if validators::matches(ctx.req.if_none_match.as_deref(), &etag) {
         return Ok(Response::not_modified(etag));
     }
-    let info = git::log::read_commit(ctx.repo, commit)?;
+    let info = git::commit::read_commit(ctx.repo, commit)?;
     let root = safe_dir_name(&root);
     let archive = Archive {
         commit,

@@ -4,7 +4,8 @@
 use super::frame::{self, Frame};
 use super::shared;
 use super::{PageError, RepoCtx, Response};
-use crate::repos::{Person, Tag};
+use crate::git::commit::Person;
+use crate::repos::Tag;
 use askama::Template;
 use gix::bstr::ByteSlice;
 

@@ -109,7 +109,7 @@ struct BlobView {
 
 pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let commit = shared::page_commit(ctx)?;
-    let root = git::log::read_commit(ctx.repo, commit)?.tree;
+    let root = git::commit::read_commit(ctx.repo, commit)?.tree;
     let path = ctx.path();
     let links = TreeLinks { ctx };
     let mut frame = Frame::repo(ctx, "tree");

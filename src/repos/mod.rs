@@ -1,15 +1,13 @@
 //! Resident repository state: each configured repository opened once with gix, a pool of warm
 //! handles, and the ref snapshot kept fresh by cheap change detection.
 
-pub mod bloom;
 mod refs;
 mod stamp;
 
-pub use refs::{
-    Branch, Decoration, DecorationKind, Person, RefEntry, RefSnapshot, Tag, subject_of,
-};
+pub use refs::{Branch, Decoration, DecorationKind, RefEntry, RefSnapshot, Tag};
 
 use crate::config::{Config, RepoConfig};
+use crate::git::commit_graph::BloomFilters;
 use prometheus_client::metrics::counter::Counter;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -26,13 +24,36 @@ const OBJECT_CACHE_BYTES: usize = 2 << 20;
 /// can be whole large objects (hundreds of MiB over a pool of handles).
 const DELTA_BASE_CACHE: &str = "core.deltaBaseCacheLimit=16m";
 
-/// Why a repository could not be used.
-#[derive(Debug, Clone)]
-pub struct RepoError(pub String);
+/// Why a repository could not be used (for logs: the messages name server paths).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RepoError {
+    /// The configured path is not a repository gix can open.
+    #[error("Not a git repository: '{}'", path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: Arc<gix::Error>,
+    },
+    /// The repository's HEAD cannot be read any more (the repository went away).
+    #[error("Failed to open repository '{}'", path.display())]
+    Vanished {
+        path: PathBuf,
+        #[source]
+        source: Arc<std::io::Error>,
+    },
+    /// The refs could not be listed.
+    #[error("reading refs")]
+    Refs {
+        #[source]
+        source: Arc<dyn std::error::Error + Send + Sync + 'static>,
+    },
+}
 
-impl std::fmt::Display for RepoError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+impl RepoError {
+    pub(crate) fn refs(e: impl std::error::Error + Send + Sync + 'static) -> RepoError {
+        RepoError::Refs {
+            source: Arc::new(e),
+        }
     }
 }
 
@@ -109,7 +130,7 @@ impl RepoState {
 
     /// The changed-path Bloom filters of the repository's commit-graph, if it has any
     /// (re-opened when the commit-graph is rewritten).
-    pub fn bloom(&self) -> Option<Arc<bloom::BloomFilters>> {
+    pub fn bloom(&self) -> Option<Arc<BloomFilters>> {
         self.git.bloom()
     }
 
@@ -139,7 +160,7 @@ struct GitRepo {
 }
 
 struct CachedBloom {
-    filters: Option<Arc<bloom::BloomFilters>>,
+    filters: Option<Arc<BloomFilters>>,
     stamp: Vec<Option<(u64, i64, i64)>>,
     checked: Instant,
 }
@@ -147,7 +168,7 @@ struct CachedBloom {
 /// Inode and mtime of each commit-graph source file, to notice rewrites.
 fn bloom_stamp(git_dir: &Path) -> Vec<Option<(u64, i64, i64)>> {
     use std::os::unix::fs::MetadataExt;
-    bloom::BloomFilters::sources(git_dir)
+    BloomFilters::sources(git_dir)
         .iter()
         .map(|p| {
             std::fs::metadata(p)
@@ -182,10 +203,10 @@ impl GitRepo {
                     .open_path_as_is(true)
                     .config_overrides([DELTA_BASE_CACHE]);
                 gix::ThreadSafeRepository::open_opts(&self.path, options).map_err(|e| {
-                    RepoError(format!(
-                        "Not a git repository: '{}' ({e})",
-                        self.path.display()
-                    ))
+                    RepoError::Open {
+                        path: self.path.clone(),
+                        source: Arc::new(e),
+                    }
                 })
             })
             .as_ref()
@@ -210,7 +231,7 @@ impl GitRepo {
         Ok(result)
     }
 
-    fn bloom(&self) -> Option<Arc<bloom::BloomFilters>> {
+    fn bloom(&self) -> Option<Arc<BloomFilters>> {
         let mut cached = self.bloom.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = cached.as_ref()
             && c.checked.elapsed() < REF_CHECK_INTERVAL
@@ -222,7 +243,7 @@ impl GitRepo {
             Some(c) if c.stamp == stamp => c.checked = Instant::now(),
             _ => {
                 *cached = Some(CachedBloom {
-                    filters: bloom::BloomFilters::open(&self.path).map(Arc::new),
+                    filters: BloomFilters::open(&self.path).map(Arc::new),
                     stamp,
                     checked: Instant::now(),
                 })

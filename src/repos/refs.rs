@@ -2,29 +2,10 @@
 //! commit/tag data that summary and refs show, and the decoration map — built once per change.
 
 use super::RepoError;
-use crate::git::encoding::decode;
+use crate::git::commit::{Person, subject_of};
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
 use std::collections::HashMap;
-
-/// A name, email and date from a commit or tag header.
-#[derive(Clone, Debug)]
-pub struct Person {
-    pub name: String,
-    pub email: String,
-    pub time: gix::date::Time,
-}
-
-impl Person {
-    /// From a header of an object whose text is in `encoding` (a commit's `encoding` header).
-    pub fn from_signature(sig: gix::actor::SignatureRef<'_>, encoding: Option<&[u8]>) -> Person {
-        Person {
-            name: decode(sig.name.trim(), encoding),
-            email: decode(sig.email.trim(), encoding),
-            time: sig.time().unwrap_or_default(),
-        }
-    }
-}
 
 /// A branch (local or remote) and its tip commit.
 #[derive(Clone, Debug)]
@@ -102,7 +83,6 @@ pub struct RefSnapshot {
 
 impl RefSnapshot {
     pub fn build(repo: &gix::Repository, version: u64) -> Result<RefSnapshot, RepoError> {
-        let err = |e: &dyn std::fmt::Display| RepoError(format!("reading refs: {e}"));
         let mut snap = RefSnapshot {
             version,
             ..RefSnapshot::default()
@@ -112,8 +92,8 @@ impl RefSnapshot {
                 .strip_prefix(b"refs/heads/")
                 .map(|s| s.to_str_lossy().into_owned())
         });
-        let platform = repo.references().map_err(|e| err(&e))?;
-        for reference in platform.all().map_err(|e| err(&e))? {
+        let platform = repo.references().map_err(RepoError::refs)?;
+        for reference in platform.all().map_err(RepoError::refs)? {
             let Ok(reference) = reference else { continue };
             let full = reference.inner.name.as_bstr().to_str_lossy().into_owned();
             let Some(id) = reference.inner.target.try_id().map(ToOwned::to_owned) else {
@@ -285,12 +265,6 @@ fn read_tag(repo: &gix::Repository, name: &str, id: ObjectId, target: ObjectId) 
         tag.date = decoded.committer().ok().and_then(|c| c.time().ok());
     }
     tag
-}
-
-/// The first line of a commit message, decoded from `encoding`.
-pub fn subject_of(message: &gix::bstr::BStr, encoding: Option<&[u8]>) -> String {
-    let line = message.lines().next().unwrap_or_default();
-    decode(line, encoding).trim_end().to_string()
 }
 
 /// The `encoding` header of a commit.

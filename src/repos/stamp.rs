@@ -17,11 +17,9 @@ impl RefStamp {
     /// into place or deleted changes its directory's mtime). A missing HEAD means the
     /// repository is gone.
     pub(super) fn read(git_dir: &Path) -> Result<RefStamp, RepoError> {
-        let head = fs::metadata(git_dir.join("HEAD")).map_err(|e| {
-            RepoError(format!(
-                "Failed to open repository '{}': {e}",
-                git_dir.display()
-            ))
+        let head = fs::metadata(git_dir.join("HEAD")).map_err(|e| RepoError::Vanished {
+            path: git_dir.to_path_buf(),
+            source: std::sync::Arc::new(e),
         })?;
         let mut entries = vec![key(&head)];
         entries.push(fs::metadata(git_dir.join("packed-refs")).map_or((0, 0, 0, 0), |m| key(&m)));

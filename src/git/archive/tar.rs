@@ -4,7 +4,7 @@
 //! extended headers named after the object, and the end padded to a whole 10 KiB record — the
 //! same bytes as `git archive`.
 
-use super::{Archive, Entry, MemberKind, walk};
+use super::members::{Archive, Entry, MemberKind, walk};
 use std::io::{self, Write};
 
 const BLOCK: usize = 512;

@@ -1,7 +1,7 @@
 //! The zip format: deflated files, stored symlinks, Unix modes as git-archive sets them, and
 //! data descriptors after each member, so the archive is written front to back without seeking.
 
-use super::{Archive, Entry, MemberKind, walk};
+use super::members::{Archive, Entry, MemberKind, walk};
 use rawzip::path::EntryPath;
 use rawzip::time::UtcDateTime;
 use rawzip::{CompressionMethod, ZipArchiveWriter};

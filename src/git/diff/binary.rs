@@ -1,8 +1,8 @@
 //! `GIT binary patch` sections as `git format-patch` (`--binary`) writes them: each direction
 //! as a zlib-deflated literal or delta, whichever is smaller, in base85 lines.
 
-use super::GitError;
 use super::delta;
+use crate::git::error::GitError;
 use gix::ObjectId;
 
 /// Characters of git's base85 alphabet.

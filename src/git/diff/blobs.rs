@@ -1,7 +1,7 @@
 //! Blob contents and sizes read once per diff computation.
 
-use super::GitError;
-use super::rename::span_counts;
+use super::spans::span_counts;
+use crate::git::error::GitError;
 use gix::ObjectId;
 use std::collections::HashMap;
 use std::rc::Rc;

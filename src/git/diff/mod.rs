@@ -9,13 +9,15 @@ pub mod lines;
 pub mod patch;
 pub mod quote;
 mod rename;
+mod spans;
 pub mod stat;
 mod tree;
 
 pub use binary::BinaryPatches;
 pub use lines::{Hunk, Line, LineKind};
+pub use tree::Entry;
 
-use super::GitError;
+use super::error::GitError;
 use gix::ObjectId;
 use gix::bstr::BString;
 
@@ -77,21 +79,6 @@ impl Limits {
         max_lines: 2_000_000,
         max_bytes: 256 << 20,
     };
-}
-
-/// One side of a file change.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry {
-    pub path: BString,
-    /// Canonical git mode, e.g. `0o100644`, `0o120000`, `0o160000`.
-    pub mode: u32,
-    pub id: ObjectId,
-}
-
-impl Entry {
-    pub fn is_gitlink(&self) -> bool {
-        self.mode == 0o160000
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,9 +1,9 @@
 //! git's patch text (`git diff` output), byte for byte.
 
-use super::GitError;
 use super::binary::BinaryPatches;
 use super::quote::{quoted, quoted_with_prefix};
 use super::{Abbrev, Content, FileDiff, Hunk, LineKind, Status};
+use crate::git::error::GitError;
 
 /// Appends the patch of every file. Binary files get `binary` patches when given (as with
 /// `git diff --binary`), otherwise git's `Binary files … differ` line.

@@ -1,6 +1,6 @@
 //! Recursive tree comparison in git's order (depth first, git's tree sort), limited to a path.
 
-use super::{Entry, GitError};
+use crate::git::error::GitError;
 use gix::ObjectId;
 use gix::bstr::BString;
 use std::cmp::Ordering;
@@ -8,6 +8,21 @@ use std::cmp::Ordering;
 const TREE_MODE: u32 = 0o040000;
 const LINK_MODE: u32 = 0o120000;
 const GITLINK_MODE: u32 = 0o160000;
+
+/// One side of a file change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub path: BString,
+    /// Canonical git mode, e.g. `0o100644`, `0o120000`, `0o160000`.
+    pub mode: u32,
+    pub id: ObjectId,
+}
+
+impl Entry {
+    pub fn is_gitlink(&self) -> bool {
+        self.mode == 0o160000
+    }
+}
 
 /// A changed path: `old` absent for additions, `new` absent for deletions.
 #[derive(Clone, Debug)]

@@ -84,48 +84,75 @@ fn graph_files(git_dir: &Path) -> Vec<PathBuf> {
 }
 
 fn be32(data: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_be_bytes(data.get(at..at + 4)?.try_into().ok()?))
+    let bytes = data.get(at..at.checked_add(4)?)?;
+    Some(u32::from_be_bytes(bytes.try_into().ok()?))
 }
 
 fn be64(data: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_be_bytes(data.get(at..at + 8)?.try_into().ok()?))
+    let bytes = data.get(at..at.checked_add(8)?)?;
+    Some(u64::from_be_bytes(bytes.try_into().ok()?))
 }
 
+/// Filters have 7 hash functions in every git so far; a count far beyond that is garbage
+/// (and would make every lookup loop for a long time).
+const MAX_HASHES: u32 = 64;
+
 impl Layer {
+    /// The layer in the file at `path`; `None` unless the file is a commit-graph whose
+    /// header, chunk table and the chunks used here are all complete and consistent, so that
+    /// every later read stays inside the file.
     fn open(path: &Path) -> Option<Layer> {
+        // (not opening what is not a file: a FIFO would block)
+        if !std::fs::metadata(path).ok()?.is_file() {
+            return None;
+        }
         let file = File::open(path).ok()?;
         // SAFETY: git replaces commit-graph files by renaming new ones into place and never
         // writes into an existing file, so the mapped bytes do not change under us.
         let map = unsafe { Mmap::map(&file) }.ok()?;
-        if map.get(0..4)? != b"CGPH" || map[4] != 1 {
+        let header = map.get(0..8)?;
+        if &header[0..4] != b"CGPH" || header[4] != 1 {
             return None;
         }
-        let hash_len = match map[5] {
+        let hash_len = match header[5] {
             1 => 20,
             2 => 32,
             _ => return None,
         };
-        let chunks = usize::from(map[6]);
+        let chunks = usize::from(header[6]);
+        // The table has one entry per chunk and a terminating one whose offset ends the last
+        // chunk; each chunk ends where the next entry's chunk begins.
         let find = |id: &[u8; 4]| -> Option<(usize, usize)> {
             (0..chunks).find_map(|i| {
                 let entry = 8 + i * 12;
                 (map.get(entry..entry + 4)? == id).then_some(())?;
-                let start = be64(&map, entry + 4)? as usize;
-                let end = be64(&map, entry + 16)? as usize;
+                let start = usize::try_from(be64(&map, entry + 4)?).ok()?;
+                let end = usize::try_from(be64(&map, entry + 16)?).ok()?;
                 (start <= end && end <= map.len()).then_some((start, end))
             })
         };
-        let (fanout, _) = find(b"OIDF")?;
-        let (oid_lookup, _) = find(b"OIDL")?;
-        let (bidx, _) = find(b"BIDX")?;
+        let (fanout, fanout_end) = find(b"OIDF")?;
+        let (oid_lookup, oid_lookup_end) = find(b"OIDL")?;
+        let (bidx, bidx_end) = find(b"BIDX")?;
         let (bdat, bdat_end) = find(b"BDAT")?;
-        let commits = be32(&map, fanout + 255 * 4)? as usize;
-        let version = be32(&map, bdat)?;
-        let num_hashes = be32(&map, bdat + 4)?;
-        if !(1..=2).contains(&version) || num_hashes == 0 || bdat + 12 > bdat_end {
+        if fanout_end - fanout < 256 * 4 {
             return None;
         }
-        if oid_lookup + commits * hash_len > map.len() || bidx + commits * 4 > map.len() {
+        let commits = usize::try_from(be32(&map, fanout + 255 * 4)?).ok()?;
+        let fits = |start: usize, end: usize, width: usize| {
+            commits
+                .checked_mul(width)
+                .is_some_and(|len| len <= end - start)
+        };
+        if !fits(oid_lookup, oid_lookup_end, hash_len) || !fits(bidx, bidx_end, 4) {
+            return None;
+        }
+        if bdat_end - bdat < 12 {
+            return None;
+        }
+        let version = be32(&map, bdat)?;
+        let num_hashes = be32(&map, bdat + 4)?;
+        if !(1..=2).contains(&version) || !(1..=MAX_HASHES).contains(&num_hashes) {
             return None;
         }
         Some(Layer {
@@ -147,6 +174,7 @@ impl Layer {
         if commit.len() != self.hash_len {
             return None;
         }
+        // The fanout may be garbage: the range is clamped to the table, which `open` checked.
         let first = usize::from(commit[0]);
         let lo = if first == 0 {
             0
@@ -154,11 +182,13 @@ impl Layer {
             be32(&self.map, self.fanout + (first - 1) * 4)? as usize
         };
         let hi = be32(&self.map, self.fanout + first * 4)? as usize;
-        let ids = &self.map[self.oid_lookup..self.oid_lookup + self.commits * self.hash_len];
+        let ids = self
+            .map
+            .get(self.oid_lookup..self.oid_lookup + self.commits * self.hash_len)?;
         let (mut lo, mut hi) = (lo, hi.min(self.commits));
         while lo < hi {
-            let mid = (lo + hi) / 2;
-            let id = &ids[mid * self.hash_len..(mid + 1) * self.hash_len];
+            let mid = lo + (hi - lo) / 2;
+            let id = ids.get(mid * self.hash_len..(mid + 1) * self.hash_len)?;
             match id.cmp(commit) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
@@ -168,6 +198,8 @@ impl Layer {
         None
     }
 
+    /// Whether the filter of the commit at `pos` may contain `path`; `None` when the filter
+    /// is empty (unknown) or its offsets do not lie inside the BDAT chunk.
     fn contains(&self, pos: usize, path: &[u8]) -> Option<bool> {
         let start = if pos == 0 {
             0
@@ -175,17 +207,20 @@ impl Layer {
             be32(&self.map, self.bidx + (pos - 1) * 4)? as usize
         };
         let end = be32(&self.map, self.bidx + pos * 4)? as usize;
-        let filter = self.map.get(self.bdat + start..self.bdat + end)?;
-        if self.bdat + end > self.bdat_end || filter.is_empty() {
+        let (start, end) = (self.bdat.checked_add(start)?, self.bdat.checked_add(end)?);
+        if start >= end || end > self.bdat_end {
             return None;
         }
+        let filter = self.map.get(start..end)?;
         let signed = self.version == 1;
         let h0 = murmur3(SEED0, path, signed);
         let h1 = murmur3(SEED1, path, signed);
         let bits = filter.len() as u64 * 8;
         let all_set = (0..self.num_hashes).all(|i| {
             let bit = u64::from(h0.wrapping_add(i.wrapping_mul(h1))) % bits;
-            filter[(bit / 8) as usize] & (1 << (bit % 8)) != 0
+            filter
+                .get((bit / 8) as usize)
+                .is_some_and(|byte| byte & (1 << (bit % 8)) != 0)
         });
         Some(all_set)
     }
