@@ -228,7 +228,7 @@ fn query_kept(ctx: &RepoCtx<'_>, q: &LogQuery<'_>) -> Result<git::LogPage, PageE
         .map(|hex| {
             let id = gix::ObjectId::from_hex(hex.as_bytes())
                 .map_err(|e| PageError::internal("decoding a kept log page", e))?;
-            Ok(git::log::read_commit(ctx.repo, id)?)
+            Ok(git::commit::read_commit(ctx.repo, id)?)
         })
         .collect::<Result<_, PageError>>()?;
     Ok(git::LogPage {
