@@ -1,7 +1,6 @@
 //! Link generation as cgit does it: path-style URLs below the virtual root, cgit's escaping of
 //! paths and query arguments, `h` omitted when it is the default branch.
 
-use gix::bstr::BString;
 use std::fmt::Write;
 
 /// Bytes cgit escapes in both paths and query arguments.
@@ -95,30 +94,6 @@ pub fn with_args(base: &str, args: &[(&str, &str)]) -> String {
         url.push_str(&escape_arg(value.as_bytes()));
     }
     url
-}
-
-/// Decodes `%xx` escapes (malformed ones are kept as they are) and, in query strings, `+`.
-pub fn percent_decode(input: &[u8], plus_is_space: bool) -> BString {
-    let mut out = Vec::with_capacity(input.len());
-    let mut i = 0;
-    while i < input.len() {
-        let b = input[i];
-        if b == b'%'
-            && i + 2 < input.len()
-            && let (Some(h), Some(l)) = (hex(input[i + 1]), hex(input[i + 2]))
-        {
-            out.push(h << 4 | l);
-            i += 3;
-            continue;
-        }
-        out.push(if plus_is_space && b == b'+' { b' ' } else { b });
-        i += 1;
-    }
-    out.into()
-}
-
-fn hex(b: u8) -> Option<u8> {
-    (b as char).to_digit(16).map(|d| d as u8)
 }
 
 #[cfg(test)]

@@ -153,7 +153,7 @@ impl<'a, 'r: 'a> ammonia::UrlRelativeEvaluate<'a> for Relative<'r> {
 pub fn resolve_link(dir: &[u8], target: &str) -> Option<(Vec<u8>, String)> {
     let split = target.find(['?', '#']).unwrap_or(target.len());
     let (path, tail) = target.split_at(split);
-    let decoded = super::links::percent_decode(path.as_bytes(), false);
+    let decoded = crate::request::url::percent_decode(path.as_bytes(), false);
     let mut parts: Vec<&[u8]> = gtree::components(dir.as_bstr())
         .map(|c| c.as_bytes())
         .collect();

@@ -2,7 +2,6 @@
 
 use super::{Page, PageRequest};
 use crate::config::Config;
-use crate::pages::links::percent_decode;
 use gix::bstr::{BString, ByteSlice};
 
 /// Why a URL cannot be served: always the client's fault.
@@ -156,6 +155,30 @@ fn number(value: &str, name: &str) -> Result<i64, UrlError> {
         .trim()
         .parse::<i64>()
         .map_err(|_| UrlError::BadRequest(format!("Invalid value for '{name}': not a number")))
+}
+
+/// Decodes `%xx` escapes (malformed ones are kept as they are) and, in query strings, `+`.
+pub fn percent_decode(input: &[u8], plus_is_space: bool) -> BString {
+    let mut out = Vec::with_capacity(input.len());
+    let mut i = 0;
+    while i < input.len() {
+        let b = input[i];
+        if b == b'%'
+            && i + 2 < input.len()
+            && let (Some(h), Some(l)) = (hex(input[i + 1]), hex(input[i + 2]))
+        {
+            out.push(h << 4 | l);
+            i += 3;
+            continue;
+        }
+        out.push(if plus_is_space && b == b'+' { b' ' } else { b });
+        i += 1;
+    }
+    out.into()
+}
+
+fn hex(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
 }
 
 #[cfg(test)]

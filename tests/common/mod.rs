@@ -458,7 +458,7 @@ pub fn cgit(rc: &Path, url: &str) -> Option<String> {
         return None;
     }
     let (path, query) = url.split_once('?').unwrap_or((url, ""));
-    let path_info = cgitd::pages::links::percent_decode(path.as_bytes(), false);
+    let path_info = cgitd::request::url::percent_decode(path.as_bytes(), false);
     let out = Command::new(bin)
         .env_clear()
         .env("TZ", "UTC")
