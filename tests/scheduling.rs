@@ -132,7 +132,10 @@ fn cheap_pages_are_answered_while_expensive_work_holds_its_workers() {
         .into_iter()
         .map(|b| b.join().unwrap().status)
         .collect();
-    assert!(statuses.contains(&200), "the running blame finished: {statuses:?}");
+    assert!(
+        statuses.contains(&200),
+        "the running blame finished: {statuses:?}"
+    );
     // The others waited in a standing queue: served, or shed with a 503 (CoDel).
     assert!(
         statuses.iter().all(|s| [200, 503].contains(s)),

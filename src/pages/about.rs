@@ -2,8 +2,8 @@
 //! `div#summary`; `about/<path>` serves files beside a readme kept in the repository.
 
 use super::blob::safe_headers;
-use super::frame::{self, Frame};
-use super::readme::{self, Location};
+use super::parts::frame::{self, Frame};
+use super::parts::readme::{self, Location};
 use super::{PageError, PageRequest, RepoCtx, Response, Site};
 use crate::git::tree::{self as gtree, Found};
 use askama::Template;
@@ -49,7 +49,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
                 .ok_or_else(|| PageError::NotFound("Not found".into()))?;
             let data = sibling(ctx, rev, &target)?;
             let name = target.to_str_lossy().into_owned();
-            let declared = super::mime::for_filename(&ctx.site.config.globals, &target);
+            let declared = super::parts::mime::for_filename(&ctx.site.config.globals, &target);
             if let Some(mime) =
                 declared.filter(|m| m.starts_with("image/") || m.starts_with("video/"))
             {
@@ -63,7 +63,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let body = About {
         html: render_readme(
             filter,
-            &super::filter::repo_env(ctx),
+            &super::parts::filter::repo_env(ctx),
             &name,
             &data,
             &*rewrite,
@@ -115,7 +115,7 @@ fn render_readme(
     if readme::is_markdown(name, &text) {
         readme::markdown_html(&text, rewrite)
     } else {
-        format!("<pre>{}</pre>", super::html::escape(&text))
+        format!("<pre>{}</pre>", super::parts::html::escape(&text))
     }
 }
 

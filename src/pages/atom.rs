@@ -1,7 +1,8 @@
 //! atom: `/<repo>/atom/[path]?h=&all=1` — the newest `max-atom-items` commits of a branch (or of
 //! every branch and tag), optionally limited to a path, as an Atom feed.
 
-use super::{PageError, RepoCtx, Response, format};
+use super::parts::format;
+use super::{PageError, RepoCtx, Response};
 use crate::git::CommitInfo;
 use crate::git::GitError;
 use crate::git::log::{self, LogQuery};

@@ -2,10 +2,10 @@
 //! runs of lines from one commit. The blame itself is cached by (commit, path) in the site's
 //! fragment cache; links are made per request.
 
-use super::frame::{self, Frame};
-use super::links::escape_path;
+use super::parts::frame::{self, Frame};
+use super::parts::links::escape_path;
+use super::parts::{format, shared};
 use super::{PageError, RepoCtx, Response};
-use super::{format, shared};
 use crate::git::blame::{self as gblame, Group, Outcome};
 use crate::git::tree::{self as gtree, Found};
 use crate::git::{self, CommitInfo};
@@ -119,7 +119,7 @@ fn body(
     };
     Ok(BlameBody::Lines {
         groups: group_views(ctx, &groups, &data, path)?,
-        html: super::filter::source_html(ctx, path, &data),
+        html: super::parts::filter::source_html(ctx, path, &data),
     })
 }
 

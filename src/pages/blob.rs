@@ -1,7 +1,7 @@
 //! blob: a raw blob by full object id (`id`), or by `h` and path, served so that a browser
 //! never runs it (nosniff, a CSP that allows nothing).
 
-use super::shared;
+use super::parts::shared;
 use super::{PageError, RepoCtx, Response};
 use crate::git::tree::{self as gtree, Found};
 use crate::git::{self, GitError};

@@ -1,9 +1,10 @@
 //! commit: commit info, message, notes and the diff against the first parent.
 
-use super::diffargs::{self, Panel};
-use super::frame::{self, Frame};
-use super::shared::{self, DecoLink};
-use super::{PageError, RepoCtx, Response, esi, filter, format};
+use super::parts::diffargs::{self, Panel};
+use super::parts::frame::{self, Frame};
+use super::parts::shared::{self, DecoLink};
+use super::parts::{filter, format};
+use super::{PageError, RepoCtx, Response, esi};
 use crate::git::{self, CommitInfo};
 use askama::Template;
 

@@ -1,8 +1,9 @@
 //! diff: diffstat and diff between `id2` (default: the first parent) and `id`.
 
-use super::diffargs::{self, Panel};
-use super::frame::{self, Frame};
-use super::{PageError, RepoCtx, Response, esi, shared};
+use super::parts::diffargs::{self, Panel};
+use super::parts::frame::{self, Frame};
+use super::parts::shared;
+use super::{PageError, RepoCtx, Response, esi};
 use askama::Template;
 
 #[derive(Template)]

@@ -2,7 +2,7 @@
 //! keep their cause, which goes to the log with the request target; the client is told only
 //! that the server failed, never a server path or a library's message.
 
-use super::frame::{self, Frame};
+use super::parts::frame::{self, Frame};
 use super::{PageRequest, Response, Site};
 use crate::git::GitError;
 use crate::repos::RepoError;

@@ -2,9 +2,10 @@
 //! the repository-neutral `esi-diff` fragment when a surrogate will assemble it, and assemble
 //! it themselves (from the fragment cache) otherwise. The fragment page lives here too.
 
-use super::diff_body::{self, DiffMode, ViewOptions};
-use super::links::escape_path;
-use super::{PageError, RepoCtx, Response, validators};
+use super::parts::diff_body::{self, DiffMode, ViewOptions};
+use super::parts::links::escape_path;
+use super::parts::validators;
+use super::{PageError, RepoCtx, Response};
 use gix::ObjectId;
 use std::sync::Arc;
 
@@ -99,7 +100,7 @@ pub fn render_fragment(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     };
     let new = full(&q.id)?.ok_or_else(|| PageError::BadRequest("Missing id".into()))?;
     let old = full(&q.id2)?;
-    let opts = super::diffargs::view_options(ctx);
+    let opts = super::parts::diffargs::view_options(ctx);
     let path = ctx.req.path.as_ref().map(|p| p.as_slice());
     let body = cached_body(ctx, old, new, &opts, path)?;
     let mut response = Response::html(body.to_string());

@@ -1,8 +1,8 @@
 //! repolist: the index of repositories — sections, sorting, search and paging.
 
-use super::frame::{self, Frame};
-use super::links::{escape_path, with_args};
-use super::shared::{self, Age};
+use super::parts::frame::{self, Frame};
+use super::parts::links::{escape_path, with_args};
+use super::parts::shared::{self, Age};
 use super::{PageError, PageRequest, Response, Site};
 use crate::config::RepoConfig;
 use askama::Template;
@@ -39,7 +39,7 @@ struct Index {
 
 pub fn render(site: &Site, req: &PageRequest) -> Result<Response, PageError> {
     let g = &site.config.globals;
-    let now = super::format::now();
+    let now = super::parts::format::now();
     let mut repos: Vec<(&Arc<RepoConfig>, Option<i64>)> = site
         .config
         .repos
@@ -98,7 +98,7 @@ pub fn render(site: &Site, req: &PageRequest) -> Result<Response, PageError> {
                 owner_filtered: r.opts.owner_filter.as_deref().map(|filter| {
                     let defbranch = r.defbranch.as_deref().unwrap_or_default();
                     let env = || crate::filter::config_env(r, defbranch);
-                    super::filter::filtered_text(Some(filter), &[], env, &r.owner)
+                    super::parts::filter::filtered_text(Some(filter), &[], env, &r.owner)
                 }),
                 idle: idle.map(|t| shared::age(gix::date::Time::new(t, 0), now)),
                 log_href: format!("{href}log/"),

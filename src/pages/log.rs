@@ -1,9 +1,9 @@
 //! log: paged history from `id` or `h`, optionally limited to a path, searched (`qt`/`q`) or
 //! ranged, with cgit's Expand/Collapse, decorations, Files/Lines counts and commit graph.
 
-use super::frame::{self, Frame};
-use super::graph::{self, GraphRow};
-use super::shared::{self, Age, DecoLink};
+use super::parts::frame::{self, Frame};
+use super::parts::graph::{self, GraphRow};
+use super::parts::shared::{self, Age, DecoLink};
 use super::{PageError, RepoCtx, Response};
 use crate::git::changes::{ChangeCount, Counter};
 use crate::git::log::{Field, Filter, LogQuery, Order};
@@ -333,7 +333,7 @@ fn row(
             .links()
             .page("commit", path, Some(&ctx.head), &[("id", &hex)]),
         decorations,
-        author: super::filter::person_html(ctx, &c.author, &c.author.name, "log"),
+        author: super::parts::filter::person_html(ctx, &c.author, &c.author.name, "log"),
         message,
         counts,
         graph,

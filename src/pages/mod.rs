@@ -9,32 +9,20 @@ mod clone;
 mod commit;
 mod cost;
 mod diff;
-pub mod diff_body;
-mod diffargs;
 mod error;
 mod esi;
-mod filter;
-mod format;
-mod frame;
-mod graph;
-pub mod html;
 mod index;
-pub mod links;
 mod log;
-mod mime;
+mod parts;
 mod patch;
-mod period;
 mod plain;
 mod rawdiff;
-mod readme;
 mod refs;
-mod shared;
 mod snapshot;
 mod stats;
 mod summary;
 mod tag;
 mod tree;
-mod validators;
 
 pub use crate::request::{Page, PageRequest, Query};
 pub use cost::cost_class;
@@ -222,8 +210,8 @@ impl RepoCtx<'_> {
         }
     }
 
-    pub fn links(&self) -> links::RepoLinks<'_> {
-        links::RepoLinks {
+    pub fn links(&self) -> parts::links::RepoLinks<'_> {
+        parts::links::RepoLinks {
             vroot: &self.site.config.globals.virtual_root,
             repo_url: &self.state.config.url,
             defbranch: &self.defbranch,
@@ -241,7 +229,7 @@ pub fn render(site: &Site, req: &PageRequest) -> Response {
         Ok(mut response) => {
             let has_cache_control = response.headers.iter().any(|(n, _)| *n == "Cache-Control");
             if matches!(response.status, 200 | 304) && !has_cache_control {
-                let cc = validators::cache_control(&site.config.globals, req);
+                let cc = parts::validators::cache_control(&site.config.globals, req);
                 response.headers.push(("Cache-Control", cc));
             }
             response
@@ -255,8 +243,8 @@ fn with_body_etag(site: &Site, req: &PageRequest, response: Response) -> Respons
     if response.status != 200 {
         return response;
     }
-    let etag = validators::body_etag(site, response.body.bytes());
-    if validators::matches(req.if_none_match.as_deref(), &etag) {
+    let etag = parts::validators::body_etag(site, response.body.bytes());
+    if parts::validators::matches(req.if_none_match.as_deref(), &etag) {
         return Response::not_modified(etag);
     }
     let mut response = response;
@@ -280,8 +268,8 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
     state
         .with_repo(|repo| {
             let refs = state.refs(repo).map_err(PageError::from)?;
-            let etag = validators::repo_etag(site, req, refs.version);
-            if validators::matches(req.if_none_match.as_deref(), &etag) {
+            let etag = parts::validators::repo_etag(site, req, refs.version);
+            if parts::validators::matches(req.if_none_match.as_deref(), &etag) {
                 return Ok(Response::not_modified(etag));
             }
             let defbranch = state.defbranch(&refs);
@@ -294,7 +282,7 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
                 req,
                 head,
                 defbranch,
-                now: format::now(),
+                now: parts::format::now(),
             };
             let mut response = render_repo_page_with(&ctx)?;
             if response.status == 200 && !response.headers.iter().any(|(n, _)| *n == "ETag") {
@@ -305,7 +293,7 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
             {
                 response
                     .headers
-                    .push(("Last-Modified", format::http_date(time)));
+                    .push(("Last-Modified", parts::format::http_date(time)));
             }
             Ok(response)
         })
@@ -344,7 +332,7 @@ fn render_repo_page_with(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
 
 /// The committer date of the commit a URL names by full id (`id=`), for `Last-Modified`.
 fn named_commit_time(repo: &gix::Repository, req: &PageRequest) -> Option<i64> {
-    if !validators::names_only_full_ids(req) {
+    if !parts::validators::names_only_full_ids(req) {
         return None;
     }
     let id = gix::ObjectId::from_hex(req.query.id.as_ref()?.as_bytes()).ok()?;

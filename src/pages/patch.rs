@@ -2,7 +2,7 @@
 //! commit is just itself) as `git format-patch -N --stdout` mails, oldest first. With a path,
 //! only the commits changing it, their diffs limited to it (`-- PATH`), as cgit does.
 
-use super::diffargs::commit_pair;
+use super::parts::diffargs::commit_pair;
 use super::{PageError, RepoCtx, Response};
 use crate::git::{self, GitError, diff::DiffOptions};
 use gix::ObjectId;

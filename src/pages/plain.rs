@@ -3,7 +3,7 @@
 //! as ETag.
 
 use super::blob::safe_headers;
-use super::shared;
+use super::parts::shared;
 use super::{PageError, RepoCtx, Response};
 use crate::git::tree::{self as gtree, Found};
 use crate::git::{self, GitError};
@@ -34,9 +34,10 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
 fn file(ctx: &RepoCtx<'_>, id: ObjectId, path: &BStr) -> Result<Response, PageError> {
     let data = gtree::read_blob(ctx.repo, id)?.data;
     let name = path.rsplit_str("/").next().unwrap_or_default();
-    let declared = super::mime::for_filename(&ctx.site.config.globals, name);
+    let declared = super::parts::mime::for_filename(&ctx.site.config.globals, name);
     let html_serving = ctx.state.config.opts.enable_html_serving;
-    let content_type = super::mime::serve_as(declared, gtree::is_binary(&data), html_serving);
+    let content_type =
+        super::parts::mime::serve_as(declared, gtree::is_binary(&data), html_serving);
     let mut headers = if html_serving {
         Vec::new()
     } else {

@@ -1,7 +1,7 @@
 //! rawdiff: the plain-text diff of two commits, byte-identical to `git diff old new [-- PATH]`
 //! (`git diff-tree -p --root` for a root commit).
 
-use super::diffargs::commit_pair;
+use super::parts::diffargs::commit_pair;
 use super::{PageError, RepoCtx, Response};
 use crate::git::diff::{self, Abbrev, DiffOptions, Limits};
 

@@ -1,7 +1,7 @@
 //! refs: every branch and tag (`/refs/heads` and `/refs/tags` show one kind).
 
-use super::frame::{self, Frame};
-use super::shared::{self, BranchRow, TagRow};
+use super::parts::frame::{self, Frame};
+use super::parts::shared::{self, BranchRow, TagRow};
 use super::{PageError, RepoCtx, Response};
 use askama::Template;
 

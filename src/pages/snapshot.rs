@@ -2,7 +2,8 @@
 //! repository enables, the revision guessed from the file name as cgit does, streamed; and
 //! `<name>.<suffix>.asc`, its signature from `refs/notes/signatures/<suffix>`.
 
-use super::{Body, PageError, RepoCtx, Response, shared, validators};
+use super::parts::{shared, validators};
+use super::{Body, PageError, RepoCtx, Response};
 use crate::config::SNAPSHOT_FORMATS;
 use crate::git;
 use crate::git::archive::{self, Archive, Format};

@@ -1,9 +1,10 @@
 //! stats: commits per author per week, month, quarter or year over the four periods ending with
 //! the current one, from `h` (optionally limited to a path), merges left out.
 
-use super::frame::{self, Frame};
-use super::period::{self, Period};
-use super::{PageError, RepoCtx, Response, shared};
+use super::parts::frame::{self, Frame};
+use super::parts::period::{self, Period};
+use super::parts::shared;
+use super::{PageError, RepoCtx, Response};
 use crate::git::log::LogQuery;
 use crate::git::{self, CommitInfo, GitError};
 use askama::Template;

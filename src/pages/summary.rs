@@ -1,7 +1,7 @@
 //! summary: the repository front page — branches, tags, recent log and clone URLs.
 
-use super::frame::{self, Frame};
-use super::shared::{self, BranchRow, LogRow, TagRow};
+use super::parts::frame::{self, Frame};
+use super::parts::shared::{self, BranchRow, LogRow, TagRow};
 use super::{PageError, RepoCtx, Response};
 use crate::git::{self, GitError};
 use askama::Template;

@@ -1,8 +1,8 @@
 //! tag: one tag from the ref snapshot (`id`, else `h`); annotated tags also show their tagger,
 //! date and message, read from the tag object for this page only.
 
-use super::frame::{self, Frame};
-use super::shared;
+use super::parts::frame::{self, Frame};
+use super::parts::shared;
 use super::{PageError, RepoCtx, Response};
 use crate::git::commit::Person;
 use crate::repos::Tag;
@@ -61,9 +61,11 @@ fn annotate(ctx: &RepoCtx<'_>, tag: &Tag, view: &mut TagView) -> Result<(), Page
     if let Ok(Some(tagger)) = decoded.tagger() {
         let person = Person::from_signature(tagger, None);
         if person.time.seconds != 0 {
-            view.date = Some(super::format::iso_date(person.time));
+            view.date = Some(super::parts::format::iso_date(person.time));
         }
-        view.tagger = Some(super::filter::name_and_email_html(ctx, &person, "tag"));
+        view.tagger = Some(super::parts::filter::name_and_email_html(
+            ctx, &person, "tag",
+        ));
     }
     view.object = shared::object_link(ctx, &decoded.target(), decoded.target_kind);
     let message = decoded.message.to_str_lossy();

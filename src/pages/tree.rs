@@ -2,8 +2,8 @@
 //! strings, collapsed single-child directories, submodule and symlink links, line numbers and
 //! hex dumps. Large trees and blobs are cut to a bounded size, with a note.
 
-use super::frame::{self, Frame};
-use super::shared;
+use super::parts::frame::{self, Frame};
+use super::parts::shared;
 use super::{PageError, RepoCtx, Response};
 use crate::git::tree::{self as gtree, Entry, Found};
 use crate::git::{self, GitError};
@@ -407,7 +407,7 @@ fn blob_view(
         + usize::from(shown.last().is_some_and(|b| *b != b'\n'));
     view.body = BlobBody::Text {
         line_numbers: g.enable_tree_linenumbers.then_some(lines),
-        html: super::filter::source_html(ctx, path, shown),
+        html: super::parts::filter::source_html(ctx, path, shown),
     };
     Ok(view)
 }

@@ -1,10 +1,10 @@
 //! Where pages pass text through the configured filters (commit, email, owner, source): what
 //! they give a filter and where its output goes, as cgit does it.
 
-use super::RepoCtx;
 use super::html::escape;
 use crate::filter::{config_env, exec_program, run};
 use crate::git::commit::Person;
+use crate::pages::RepoCtx;
 
 /// The `CGIT_REPO_*` variables cgit gives filters.
 pub fn repo_env(ctx: &RepoCtx<'_>) -> Vec<(&'static str, String)> {

@@ -4,12 +4,12 @@
 //! repository and no branch, and its links are relative to `<repo>/<page>/<path>`, so the same
 //! bytes are right for every page and every fork that shows these commits (DESIGN.md §4).
 
-use super::PageError;
 use super::html::escape;
 use super::links::{escape_arg, escape_path};
 use crate::git::diff::{
     self, Content, DiffOptions, FileDiff, Hunk, Limits, LineKind, Status, TreeDiff,
 };
+use crate::pages::PageError;
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
 use std::fmt::Write;

@@ -2,8 +2,8 @@
 //! file inside the repository directory), and rendering one as sanitized HTML — Markdown through
 //! pulldown-cmark and ammonia, other text in `<pre>`, or the output of an `about-filter`.
 
-use super::RepoCtx;
 use crate::git::tree::{self as gtree, Found};
+use crate::pages::RepoCtx;
 use gix::ObjectId;
 use gix::bstr::{BString, ByteSlice};
 use std::borrow::Cow;

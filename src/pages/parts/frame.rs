@@ -1,8 +1,8 @@
 //! The page frame shared by every HTML page: head, header table, tabs, path crumbs, footer.
 
 use super::links::{self, escape_path};
-use super::{PageRequest, RepoCtx, Site};
 use crate::config::Globals;
+use crate::pages::{PageRequest, RepoCtx, Site};
 use askama::Template;
 
 /// One tab of `table.tabs`.

@@ -1,8 +1,8 @@
 //! Pieces several pages show the same way: ages, subjects, decorations, object and snapshot links.
 
-use super::RepoCtx;
 use super::format;
 use crate::git::CommitInfo;
+use crate::pages::RepoCtx;
 use crate::repos::{Branch, DecorationKind, Tag};
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
@@ -264,8 +264,8 @@ pub fn log_row(ctx: &RepoCtx<'_>, c: &CommitInfo) -> LogRow {
 }
 
 /// The commit a tree-like page shows: `id`, else `h`, peeled to a commit, with cgit's messages.
-pub fn page_commit(ctx: &RepoCtx<'_>) -> Result<ObjectId, super::PageError> {
-    use super::PageError;
+pub fn page_commit(ctx: &RepoCtx<'_>) -> Result<ObjectId, crate::pages::PageError> {
+    use crate::pages::PageError;
     let rev = ctx.req.query.id.as_deref().unwrap_or(&ctx.head);
     match crate::git::rev::resolve(ctx.repo, rev) {
         Ok(id) => crate::git::rev::peel_to_commit(ctx.repo, id)

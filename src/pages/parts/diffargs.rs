@@ -2,8 +2,8 @@
 //! and the diff options.
 
 use super::diff_body::{DiffMode, ViewOptions};
-use super::{PageError, RepoCtx, Response};
 use crate::git::{self, diff::DiffOptions};
+use crate::pages::{PageError, RepoCtx, Response};
 use gix::ObjectId;
 
 /// The commits a diff-like page compares.

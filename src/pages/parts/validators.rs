@@ -2,8 +2,8 @@
 //! Cache-Control from cgit's TTL classes — `immutable` only when every revision in the URL is a
 //! full object id.
 
-use super::{PageRequest, Site};
 use crate::config::Globals;
+use crate::pages::{PageRequest, Site};
 use crate::request::page::TtlClass;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
