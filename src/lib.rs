@@ -1,4 +1,31 @@
 //! cgitd: a resident, cgit-compatible git web frontend.
+//!
+//! Dependencies point one way: `http → pages → repos → git`, with `config`, `request` and
+//! `filter` beside them; `git` is plumbing over gix and imports nothing of ours.
+//!
+//! # Request flow
+//!
+//! A URL becomes bytes like this:
+//!
+//! 1. [`http::serve`] accepts the connection; every request reaches `http::handle`, which
+//!    answers static files and `/metrics` itself.
+//! 2. [`request::url::parse`] turns the path and query into a [`request::PageRequest`]: the
+//!    repository (longest configured url prefix), the [`request::Page`] from the page table,
+//!    the path after it and cgit's query parameters. An unknown page is a 404 here.
+//! 3. [`pages::cost_class`] decides from the page's row, its parameters and what is known of
+//!    the repository whether the work is cheap or expensive — before any git work.
+//! 4. `http::render_scheduled` hands the render to [`http::scheduler::Scheduler::run`] in that
+//!    class (a request identical to one already rendering waits for it instead, through
+//!    [`http::single_flight::SingleFlight`]); a request that cannot get a worker in time gets
+//!    a 503 with `Retry-After`.
+//! 5. On a git worker, [`pages::render`] finds the repository in [`repos::Repos`], takes a
+//!    warm gix handle and the current ref snapshot ([`repos::RepoState::refs`]), answers
+//!    `If-None-Match` with a 304, and dispatches on the page with one exhaustive match to its
+//!    module (`pages::log::render`, …), which asks `git::*` for plain data and renders an
+//!    askama template inside the frame into one buffer.
+//! 6. Back in `http::handle`, `http::to_http` sets status and headers and sends the buffer
+//!    (compressed by tower-http when the client accepts it), or streams a file body
+//!    (snapshots, clone files) from a blocking thread.
 
 pub mod cache;
 pub mod config;
