@@ -200,6 +200,9 @@ storm() {
     grep '^flood:' "$STATE/$name.wrk" || { echo "flood: wrk failed:"; cat "$STATE/$name.wrk"; }
     wait "$rss" || true
     cat "$STATE/$name.rss"
+    # One second after the flood: back to idle speed?
+    sleep 1
+    python3 "$STATE/person.py" "$port" 3 $PERSON | sed 's/^person:/after the flood (3 s):/'
 }
 
 echo "repository: $REPO ($(g rev-list --count HEAD) commits on HEAD, $(wc -l < "$STATE/tags.txt") tags, $(wc -l < "$STATE/files.txt") files)"
