@@ -268,3 +268,54 @@ fn expensive_results_are_kept_by_ids_for_every_fork() {
         assert_eq!(rows(&first), rows(&again), "{url}");
     }
 }
+
+#[test]
+fn a_walk_cut_off_by_its_budget_says_so_and_links_onward() {
+    let dir = TempDir::new("sched-budget");
+    let work = dir.path().join("w");
+    init_repo(&work);
+    for i in 0..12 {
+        write(&work, "n.txt", format!("{i}\n"));
+        commit_all(&work, &format!("change {i}"), "2024-01-02T03:04:05Z");
+    }
+    let rc = dir.path().join("cgitrc");
+    std::fs::write(
+        &rc,
+        format!(
+            "metrics-path=/metrics\nwalk-budget=5\nrepo.url=r\nrepo.path={}\n",
+            work.display()
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&rc);
+    let r = server.get("/r/log/?qt=grep&q=nomatch");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("Cache-Control"), Some("no-cache"));
+    let html = r.text();
+    assert!(html.contains("The history search stopped early"), "{html}");
+    let onward = hrefs(&html)
+        .into_iter()
+        .find(|h| h.contains("q=nomatch") && h.contains("id="))
+        .expect("a link to search on");
+    let next = server.get(&onward.replace("&amp;", "&"));
+    assert_eq!(next.status, 200);
+    assert!(
+        next.text().contains("stopped early"),
+        "the next five commits"
+    );
+    let further = hrefs(&next.text())
+        .into_iter()
+        .find(|h| h.contains("q=nomatch") && h.contains("id="))
+        .expect("a link to search on again");
+    assert_ne!(further, onward, "each page goes on from further back");
+    let found = server.page("/r/log/?qt=grep&q=change+11");
+    assert!(
+        found.contains("change 11"),
+        "what the budget reached is listed"
+    );
+    let metrics = server.page("/metrics");
+    assert!(
+        metrics.contains("cgitd_budget_cutoffs_total 3"),
+        "{metrics}"
+    );
+}

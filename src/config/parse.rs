@@ -398,6 +398,7 @@ impl Parser {
             "queue-deadline-cheap" => g.scheduling.cheap_deadline_ms = count as u64,
             "queue-deadline-expensive" => g.scheduling.expensive_deadline_ms = count as u64,
             "access-log" => g.access_log_sample = count as u64,
+            "walk-budget" => g.walk_budget = count,
             "section" => d.section = value.into(),
             "snapshots" => d.snapshots = parse_snapshot_mask(value),
             "enable-blame" => d.enable_blame = flag,
