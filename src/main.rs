@@ -209,6 +209,9 @@ fn check_config(file: &std::path::Path) -> ExitCode {
     for d in &config.diagnostics {
         println!("{d}");
     }
+    for problem in cgitd::filter::program_problems(&config) {
+        println!("warning: {problem}");
+    }
     if let Some(why) = config.refusal() {
         println!("error: {why}");
         return ExitCode::FAILURE;
