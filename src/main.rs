@@ -285,7 +285,7 @@ fn render(url: &str, arg: &ConfigArg) -> ExitCode {
     let _ = writeln!(out);
     let written = match response.body {
         pages::Body::Full(bytes) => out.write_all(&bytes),
-        pages::Body::File { file, len } => pages::copy_file(&file, len, &mut out),
+        pages::Body::File { file, offset, len } => pages::copy_file(&file, offset, len, &mut out),
     };
     if let Err(e) = written.and_then(|()| out.flush()) {
         eprintln!("cgitd: writing the body: {e}");
