@@ -6,6 +6,7 @@ mod metrics;
 mod range;
 pub mod scheduler;
 pub mod single_flight;
+mod static_dir;
 mod stream;
 
 use crate::config::{Config, Scheduling};
@@ -142,6 +143,9 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     let uri = request.uri();
     if let Some(response) = static_file(&site, uri.path()) {
         return response;
+    }
+    if let Some(page) = static_dir::serve(&site, uri.path()) {
+        return to_http(page, ());
     }
     if site.config.globals.metrics_path.as_deref() == Some(uri.path()) {
         let mut response = Response::new(Body::from(app.metrics.render()));

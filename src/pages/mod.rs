@@ -13,7 +13,7 @@ mod error;
 mod esi;
 mod index;
 mod log;
-mod parts;
+pub mod parts;
 mod patch;
 mod plain;
 mod rawdiff;
