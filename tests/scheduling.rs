@@ -319,3 +319,47 @@ fn a_walk_cut_off_by_its_budget_says_so_and_links_onward() {
         "{metrics}"
     );
 }
+
+#[test]
+fn a_commit_graph_makes_path_limited_and_deep_logs_cheap() {
+    let dir = copy_of(REPO.parent().unwrap(), "sched-graph");
+    let work = dir.path().join("work");
+    let rc = dir.path().join("cgitrc");
+    let text = format!(
+        "metrics-path=/metrics\nrepo.url=r\nrepo.path={}\n",
+        work.display()
+    );
+    std::fs::write(&rc, text).unwrap();
+    let ran = |server: &Server, class: &str| -> f64 {
+        let name = format!("cgitd_git_job_queue_wait_seconds_count{{class=\"{class}\"}}");
+        let text = server.page("/metrics");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or(0.0)
+    };
+    let urls = ["/r/log/f0.txt", "/r/log/?ofs=1000", "/r/atom/f0.txt"];
+    let server = Server::start(&rc);
+    for url in urls {
+        server.page(url);
+    }
+    assert_eq!(
+        ran(&server, "expensive"),
+        3.0,
+        "no commit-graph: all expensive"
+    );
+    drop(server);
+    git(
+        &work,
+        &["commit-graph", "write", "--reachable", "--changed-paths"],
+    );
+    let server = Server::start(&rc);
+    for url in urls {
+        server.page(url);
+    }
+    assert_eq!(
+        ran(&server, "expensive"),
+        0.0,
+        "with changed-path filters: all cheap"
+    );
+    assert_eq!(ran(&server, "cheap"), 3.0);
+}
