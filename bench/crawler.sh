@@ -109,40 +109,12 @@ function done(summary, latency, requests)
 end
 LUA
 
-cat > "$STATE/rss.py" <<'PY'
-import os, sys, time
-pid, dur = int(sys.argv[1]), float(sys.argv[2])
-def tree(p):
-    out = [p]
-    try:
-        for t in os.listdir(f"/proc/{p}/task"):
-            with open(f"/proc/{p}/task/{t}/children") as f:
-                for c in f.read().split():
-                    out += tree(int(c))
-    except OSError:
-        pass
-    return out
-def rss_anon(p):
-    try:
-        with open(f"/proc/{p}/status") as f:
-            for line in f:
-                if line.startswith("RssAnon:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-peak, end = 0, time.monotonic() + dur
-while time.monotonic() < end:
-    peak = max(peak, sum(rss_anon(p) for p in tree(pid)))
-    time.sleep(0.1)
-print(f"peak RssAnon: {peak / 1024:.1f} MiB")
-PY
 
 crawl() {
     local name=$1 port=$2 pid=$3
     echo
     echo "== $name: $CONNS connections, ${DUR}s, distinct URLs"
-    python3 "$STATE/rss.py" "$pid" "$((DUR + 1))" > "$STATE/$name.rss" &
+    python3 bench/peak-rss.py "$pid" "$((DUR + 1))" > "$STATE/$name.rss" &
     local rss=$!
     wrk -t1 -c"$CONNS" -d"${DUR}s" --timeout 10s -s "$STATE/crawl.lua" "http://127.0.0.1:$port" > "$STATE/$name.wrk" 2>&1 || true
     tail -n 1 "$STATE/$name.wrk"

@@ -22,6 +22,14 @@ static REPO: LazyLock<PathBuf> = LazyLock::new(|| {
     work
 });
 
+/// The value of one metric line, e.g. `cgitd_git_jobs_running{class="expensive"}`.
+fn metric(server: &Server, name: &str) -> f64 {
+    let text = server.page("/metrics");
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
+}
+
 /// A served repository whose blame pages block until [`Gated::open`].
 struct Gated {
     dir: TempDir,
@@ -82,12 +90,8 @@ impl Gated {
         std::fs::write(self.dir.path().join("gate"), "").unwrap();
     }
 
-    /// The value of one metric line, e.g. `cgitd_git_jobs_running{class="expensive"}`.
     fn metric(&self, name: &str) -> f64 {
-        let text = self.server.page("/metrics");
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-            .unwrap_or(0.0)
+        metric(&self.server, name)
     }
 
     /// Waits until `what` holds (the test fails after a minute).
@@ -330,12 +334,11 @@ fn a_commit_graph_makes_path_limited_and_deep_logs_cheap() {
         work.display()
     );
     std::fs::write(&rc, text).unwrap();
-    let ran = |server: &Server, class: &str| -> f64 {
-        let name = format!("cgitd_git_job_queue_wait_seconds_count{{class=\"{class}\"}}");
-        let text = server.page("/metrics");
-        text.lines()
-            .find_map(|l| l.strip_prefix(&name)?.strip_prefix(' ')?.parse().ok())
-            .unwrap_or(0.0)
+    let ran = |server: &Server, class: &str| {
+        metric(
+            server,
+            &format!("cgitd_git_job_queue_wait_seconds_count{{class=\"{class}\"}}"),
+        )
     };
     let urls = ["/r/log/f0.txt", "/r/log/?ofs=1000", "/r/atom/f0.txt"];
     let server = Server::start(&rc);
