@@ -132,7 +132,8 @@ impl<'a> Frame<'a> {
         if active == "blame" {
             tab("blame", l.page("blame", path, head, &id_arg));
         } else {
-            tab("tree", l.page("tree", path, head, &id_arg));
+            let tree_path = path.and_then(|p| existing_path(ctx, p));
+            tab("tree", l.page("tree", tree_path, head, &id_arg));
         }
         tab("commit", l.page("commit", path, head, &id_arg));
         tab("diff", l.page("diff", path, head, &id_arg));
@@ -192,6 +193,22 @@ impl<'a> Frame<'a> {
             follow_toggle: None,
             version: VERSION,
         }
+    }
+}
+
+/// The longest part of `path` (whole components) that exists at the page's revision (`id`,
+/// else the head), so that a tree link never names a path the commit does not have (a log of
+/// a renamed file, a commit that deleted it); None for the root.
+pub fn existing_path<'p>(ctx: &RepoCtx<'_>, path: &'p [u8]) -> Option<&'p [u8]> {
+    use gix::bstr::ByteSlice;
+    let commit = super::shared::page_commit(ctx).ok()?;
+    let tree = crate::git::commit::read_commit(ctx.repo, commit).ok()?.tree;
+    let mut path = path;
+    loop {
+        if let Ok(Some(_)) = crate::git::tree::find(ctx.repo, tree, path.as_bstr()) {
+            return Some(path);
+        }
+        path = &path[..path.iter().rposition(|&b| b == b'/')?];
     }
 }
 
