@@ -357,3 +357,73 @@ fn relative_links_resolve_like_a_browser() {
         "/?url=r/log/a%2Bb&h=x".to_string()
     );
 }
+
+/// The links of the `table.tabs` row: tabs, the search form's action and hidden fields.
+fn tab_links(html: &str) -> String {
+    let tabs = between(html, "<table class='tabs'>", "</table>");
+    let mut out = links_of(tabs);
+    out.extend(
+        tabs.split("<input type='hidden' ")
+            .skip(1)
+            .map(|s| s.split("/>").next().unwrap().to_string()),
+    );
+    out.join("\n")
+}
+
+/// The same tab links as cgit's for `url`.
+fn assert_tabs_like_cgit(server: &Server, rc: &Path, url: &str) {
+    assert_like_cgit_by(server, rc, url, tab_links);
+}
+
+#[test]
+fn pages_whose_path_is_no_path_limit_keep_it_out_of_their_links() {
+    let dir = TempDir::new("links-context");
+    let rc = rc(dir.path(), true, false);
+    let server = Server::start(&rc);
+    // `refs/tags` (the summary's "[...]" under its tags) is not a file: cgit links `/r/log/`.
+    assert_tabs_like_cgit(&server, &rc, "/r/refs/tags");
+    let html = server.page("/r/refs/tags");
+    assert!(html.contains("href='/r/atom/?h=main'"), "feed link");
+    assert!(!hrefs(&html).iter().any(|h| h.contains("/tags")), "{html}");
+    assert_tabs_like_cgit(&server, &rc, "/r/refs/heads?h=fix%2b1");
+    // A path limit is kept: log, tree, commit, diff.
+    assert_tabs_like_cgit(&server, &rc, "/r/log/src?h=fix%2b1");
+}
+
+#[test]
+fn commit_and_diff_tabs_keep_the_diff_being_looked_at() {
+    let dir = TempDir::new("links-diff-tabs");
+    let rc = rc(dir.path(), true, false);
+    let server = Server::start(&rc);
+    let work = REPOS.0.parent().unwrap().join("work");
+    let id = git(&work, &["rev-parse", "main~1"]);
+    let id2 = git(&work, &["rev-parse", "main~3"]);
+    let (id, id2) = (id.trim(), id2.trim());
+    for url in [
+        format!("/r/diff/?id={id}&id2={id2}"),
+        format!("/r/diff/src?id={id}&id2={id2}&dt=1&context=5&ignorews=1"),
+        format!("/r/commit/src?id={id}&dt=2"),
+    ] {
+        assert_tabs_like_cgit(&server, &rc, &url);
+    }
+}
+
+#[test]
+fn commit_page_snapshots_are_named_as_cgit_names_them() {
+    let dir = TempDir::new("links-snapshots");
+    let rc = rc(dir.path(), true, false);
+    let server = Server::start(&rc);
+    let download = ("<th>download</th>", "</tr>");
+    for url in [
+        "/r/commit/",
+        "/r/commit/?h=fix%2b1",
+        "/r/commit/?id=v1.0",
+        "/r/commit/?h=fix%2b1&id=main",
+        "/r/commit/?id=main~2",
+    ] {
+        assert_like_cgit(&server, &rc, url, &[download]);
+    }
+    let html = server.page("/r/commit/");
+    assert!(html.contains("<a href='/r/snapshot/r-main.tar.gz'>r-main.tar.gz</a>"));
+    assert_eq!(server.get("/r/snapshot/r-main.tar.gz").status, 200);
+}

@@ -76,8 +76,9 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
             )
         }),
         parents: parent_rows(ctx, &commit, path),
+        // Named as the URL names the commit (`id`, else the branch), as cgit names them.
         downloads: if ctx.state.config.opts.snapshots != 0 {
-            shared::snapshot_links(ctx, &hex)
+            shared::snapshot_links(ctx, ctx.req.query.id.as_deref().unwrap_or(&ctx.head))
         } else {
             Vec::new()
         },
