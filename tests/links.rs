@@ -212,7 +212,8 @@ struct Crawl {
 
 const MAX_PAGES: usize = 6000;
 
-fn crawl(server: &Server, starts: &[&str], query_form: bool) -> Crawl {
+/// Crawls from `starts`, every request with `headers`.
+fn crawl(server: &Server, starts: &[&str], query_form: bool, headers: &[(&str, &str)]) -> Crawl {
     let mut queue: VecDeque<(String, String)> = starts
         .iter()
         .map(|s| (s.to_string(), "(start)".to_string()))
@@ -235,7 +236,7 @@ fn crawl(server: &Server, starts: &[&str], query_form: bool) -> Crawl {
             );
         }
         fetched += 1;
-        let r = server.get(&url);
+        let r = server.request("GET", &url, headers);
         let mut body_links = Vec::new();
         match r.status {
             200 | 304 => {
@@ -290,20 +291,29 @@ fn report(what: &str, c: &Crawl) -> String {
     out
 }
 
-fn check(vroot: bool, esi: bool) {
+/// How the pages are asked for: URL form, ESI, and whether a surrogate assembles them.
+fn check(vroot: bool, esi: bool, surrogate: bool) {
     let dir = TempDir::new("links");
     let rc = rc(dir.path(), vroot, esi);
+    // Behind a surrogate, frames include the `esi-diff` fragment (`src`), whose relative
+    // links are followed from the fragment's own URL, which has the page's depth.
+    let headers: &[(&str, &str)] = if surrogate {
+        &[("Surrogate-Capability", "varnish=ESI/1.0")]
+    } else {
+        &[]
+    };
     let server = Server::start(&rc);
     let starts: &[&str] = if vroot {
         &["/", "/r/", "/team/s/"]
     } else {
         &["/", "/?url=r/", "/?url=team/s/"]
     };
-    let c = crawl(&server, starts, !vroot);
+    let c = crawl(&server, starts, !vroot, headers);
     let what = format!(
-        "{} form{}",
+        "{} form{}{}",
         if vroot { "path" } else { "?url=" },
-        if esi { " with enable-esi" } else { "" }
+        if esi { " with enable-esi" } else { "" },
+        if surrogate { " behind a surrogate" } else { "" }
     );
     eprintln!("{what}: {} pages, {} dead links", c.fetched, c.dead.len());
     assert!(c.fetched > 100, "{what}: only {} pages", c.fetched);
@@ -312,22 +322,32 @@ fn check(vroot: bool, esi: bool) {
 
 #[test]
 fn no_dead_links_in_path_form() {
-    check(true, false);
+    check(true, false, false);
 }
 
 #[test]
 fn no_dead_links_in_path_form_with_esi() {
-    check(true, true);
+    check(true, true, false);
 }
 
 #[test]
 fn no_dead_links_in_query_form() {
-    check(false, false);
+    check(false, false, false);
 }
 
 #[test]
 fn no_dead_links_in_query_form_with_esi() {
-    check(false, true);
+    check(false, true, false);
+}
+
+#[test]
+fn no_dead_links_in_path_form_with_esi_behind_a_surrogate() {
+    check(true, true, true);
+}
+
+#[test]
+fn no_dead_links_in_query_form_with_esi_behind_a_surrogate() {
+    check(false, true, true);
 }
 
 #[test]
