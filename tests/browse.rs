@@ -180,7 +180,12 @@ fn site_over(root: PathBuf, copy: Option<TempDir>, extra_rc: &str) -> Site {
 fn content_links(html: &str) -> String {
     let start = html.find("<div class='content'>").expect("content div");
     let end = html.rfind("<!-- class=content -->").unwrap_or(html.len());
-    hrefs(&html[start..end]).join("\n")
+    hrefs(&html[start..end])
+        .into_iter()
+        // cgit gives the submodule `sub` a blame button (a 404); cgitd does not
+        .filter(|h| h.split('?').next() != Some("/r/blame/sub"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Each of `urls` is a page (200) whose links are cgit's.

@@ -3,7 +3,8 @@
 //! both URL forms — the path form under `virtual-root=/`, and cgit's `?url=` form without a
 //! virtual root, where every link found is requested as `?url=` — with and without
 //! `enable-esi`, over a small repository with tags, a merge, a rename, a subdirectory, a binary
-//! file and branches (one with a `+` in its name).
+//! file, a symbolic link, a submodule, a file name full of URL metacharacters and branches (one
+//! with a `+` in its name).
 
 mod common;
 
@@ -41,6 +42,9 @@ fn build(root: &Path) -> (PathBuf, PathBuf) {
     git(&work, &["checkout", "-q", "-b", "fix+1"]);
     write(&work, "topic.txt", "topic\n");
     write(&work, "src/sub/deep.txt", "deeper\n");
+    // names every URL escaper must get right, a symbolic link
+    write(&work, "odd dir/a+b #1 &x'y?.txt", "odd\n");
+    std::os::unix::fs::symlink("src/main.rs", work.join("link")).unwrap();
     commit_all(&work, "Topic work", "2024-01-03T10:00:00+00:00");
     git(&work, &["checkout", "-q", "main"]);
     git(&work, &["mv", "README", "README.md"]);
@@ -57,7 +61,14 @@ fn build(root: &Path) -> (PathBuf, PathBuf) {
     assert!(merge.status.success());
     git(&work, &["tag", "c++/1+2"]);
     git(&work, &["rm", "-q", "topic.txt"]);
-    commit_all(&work, "Remove topic.txt", "2024-01-06T10:00:00+00:00");
+    // a submodule (a gitlink entry)
+    let gitlink = format!("160000,{},vendor/mod", "1".repeat(40));
+    git(&work, &["update-index", "--add", "--cacheinfo", &gitlink]);
+    commit_staged(
+        &work,
+        b"Remove topic.txt, add a submodule",
+        "2024-01-06T10:00:00+00:00",
+    );
     git(root, &["clone", "-q", "--bare", "work", "r.git"]);
     let small = root.join("small");
     init_repo(&small);

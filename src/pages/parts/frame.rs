@@ -222,15 +222,19 @@ impl<'a> Frame<'a> {
 }
 
 /// The longest part of `path` (whole components) that exists at the page's revision (`id`,
-/// else the head), so that a tree link never names a path the commit does not have (a log of
-/// a renamed file, a commit that deleted it); None for the root.
+/// else the head) as a folder or file, so that a tree link never names a path the commit does
+/// not have (a log of a renamed file, a commit that deleted it) or a submodule, which has no
+/// tree here; None for the root.
 pub fn existing_path<'p>(ctx: &RepoCtx<'_>, path: &'p [u8]) -> Option<&'p [u8]> {
     use gix::bstr::ByteSlice;
     let commit = super::shared::page_commit(ctx).ok()?;
     let tree = crate::git::commit::read_commit(ctx.repo, commit).ok()?.tree;
     let mut path = path;
     loop {
-        if let Ok(Some(_)) = crate::git::tree::find(ctx.repo, tree, path.as_bstr()) {
+        use crate::git::tree::Found;
+        if let Ok(Some(Found::Tree(_) | Found::Blob { .. })) =
+            crate::git::tree::find(ctx.repo, tree, path.as_bstr())
+        {
             return Some(path);
         }
         path = &path[..path.iter().rposition(|&b| b == b'/')?];
