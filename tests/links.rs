@@ -256,9 +256,13 @@ fn crawl(server: &Server, starts: &[&str], query_form: bool, headers: &[(&str, &
                     body_links = links_of(&r.text());
                 }
             }
-            301 | 302 | 307 | 308 => {
-                body_links.extend(r.header("location").map(str::to_string));
-            }
+            // A redirect must stay on the site (a `//…` location is another host).
+            301 | 302 | 307 | 308 => match r.header("location") {
+                Some(to) if resolve(&url, to, &server.addr).is_some() => {
+                    body_links.push(to.to_string())
+                }
+                _ => dead.push((url.clone(), r.status, from.clone())),
+            },
             status => dead.push((url.clone(), status, from.clone())),
         }
         for link in body_links {
@@ -315,9 +319,9 @@ fn check(vroot: bool, esi: bool, surrogate: bool) {
     };
     let server = Server::start(&rc);
     let starts: &[&str] = if vroot {
-        &["/", "/r/", "/team/s/"]
+        &["/", "/r/", "/team/s/", "/r/about"]
     } else {
-        &["/", "/?url=r/", "/?url=team/s/"]
+        &["/", "/?url=r/", "/?url=team/s/", "/?url=r/about"]
     };
     let c = crawl(&server, starts, !vroot, headers);
     let what = format!(
