@@ -651,6 +651,14 @@ fn diff_page_modes_options_and_path_limit() {
         slash.header("location"),
         Some(format!("/r/diff/dir?id={id}").as_str())
     );
+    // other URL forms are served as they are (a redirect to themselves would loop)
+    let query_form = server.get(&format!("/?url=r/diff/dir/&id={id}"));
+    assert_eq!(query_form.status, 200);
+    assert!(
+        query_form
+            .text()
+            .contains("href='/r/diff/dir/with%20space.txt?id=")
+    );
     // unrelated id2 still diffs
     let unrelated = server
         .get(&format!(

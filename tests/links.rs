@@ -256,9 +256,10 @@ fn crawl(server: &Server, starts: &[&str], query_form: bool, headers: &[(&str, &
                     body_links = links_of(&r.text());
                 }
             }
-            // A redirect must stay on the site (a `//…` location is another host).
+            // A redirect must stay on the site (a `//…` location is another host) and go
+            // somewhere else.
             301 | 302 | 307 | 308 => match r.header("location") {
-                Some(to) if resolve(&url, to, &server.addr).is_some() => {
+                Some(to) if resolve(&url, to, &server.addr).is_some_and(|t| t != url) => {
                     body_links.push(to.to_string())
                 }
                 _ => dead.push((url.clone(), r.status, from.clone())),
@@ -321,7 +322,13 @@ fn check(vroot: bool, esi: bool, surrogate: bool) {
     let starts: &[&str] = if vroot {
         &["/", "/r/", "/team/s/", "/r/about"]
     } else {
-        &["/", "/?url=r/", "/?url=team/s/", "/?url=r/about"]
+        &[
+            "/",
+            "/?url=r/",
+            "/?url=team/s/",
+            "/?url=r/about",
+            "/?url=r/diff/src/",
+        ]
     };
     let c = crawl(&server, starts, !vroot, headers);
     let what = format!(

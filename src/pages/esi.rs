@@ -46,20 +46,7 @@ pub fn diff_body(
 /// is the page's path-form URL `<vroot><repo>/<page>/<path>` (no `?url=` form, no missing or
 /// extra `/`, no encoded `/` that would change the segments).
 fn relative_links_resolve(ctx: &RepoCtx<'_>, path: Option<&[u8]>) -> bool {
-    let target = ctx.req.target.split('?').next().unwrap_or_default();
-    if target.contains("%2f") || target.contains("%2F") {
-        return false;
-    }
-    let decoded = crate::request::url::percent_decode(target.as_bytes(), false);
-    let mut expected = format!(
-        "{}{}/{}/",
-        ctx.site.config.globals.virtual_root,
-        ctx.state.config.url,
-        ctx.req.page.name()
-    )
-    .into_bytes();
-    expected.extend_from_slice(path.unwrap_or_default());
-    decoded == expected
+    super::parts::diffargs::requested_as(ctx, path.unwrap_or_default())
 }
 
 /// The body with its relative links made cgit's absolute ones: `repo_base` (the repository's
