@@ -84,13 +84,16 @@ const OPTIONS: &str = "snapshots=tar.gz zip\nenable-blame=1\nenable-log-filecoun
 
 /// A cgitrc for the repository as `r` (no section) and the small one as `team/s` (in a
 /// section).
-fn rc(dir: &Path, vroot: bool, esi: bool) -> PathBuf {
+fn rc(dir: &Path, vroot: Option<&str>, esi: bool) -> PathBuf {
     let rc = dir.join("cgitrc");
     let (repo, small) = (REPOS.0.display(), REPOS.1.display());
     let text = format!(
         "{}{}{OPTIONS}repo.url=r\nrepo.path={repo}\nrepo.owner=Alice\n\n\
          section=Team\nrepo.url=team/s\nrepo.path={small}\nrepo.desc=in a section\n",
-        if vroot { "virtual-root=/\n" } else { "" },
+        match vroot {
+            Some(root) => format!("virtual-root={root}\n"),
+            None => String::new(),
+        },
         if esi { "enable-esi=1\n" } else { "" },
     );
     std::fs::write(&rc, text).unwrap();
@@ -309,6 +312,10 @@ fn report(what: &str, c: &Crawl) -> String {
 
 /// How the pages are asked for: URL form, ESI, and whether a surrogate assembles them.
 fn check(vroot: bool, esi: bool, surrogate: bool) {
+    check_under(vroot.then_some("/"), esi, surrogate);
+}
+
+fn check_under(vroot: Option<&str>, esi: bool, surrogate: bool) {
     let dir = TempDir::new("links");
     let rc = rc(dir.path(), vroot, esi);
     // Behind a surrogate, frames include the `esi-diff` fragment (`src`), whose relative
@@ -319,21 +326,29 @@ fn check(vroot: bool, esi: bool, surrogate: bool) {
         &[]
     };
     let server = Server::start(&rc);
-    let starts: &[&str] = if vroot {
-        &["/", "/r/", "/team/s/", "/r/about"]
-    } else {
-        &[
+    let starts: Vec<String> = match vroot {
+        Some(root) => ["", "r/", "team/s/", "r/about"]
+            .iter()
+            .map(|s| format!("{root}{s}"))
+            .collect(),
+        None => [
             "/",
             "/?url=r/",
             "/?url=team/s/",
             "/?url=r/about",
             "/?url=r/diff/src/",
         ]
+        .map(String::from)
+        .to_vec(),
     };
-    let c = crawl(&server, starts, !vroot, headers);
+    let starts: Vec<&str> = starts.iter().map(String::as_str).collect();
+    let c = crawl(&server, &starts, vroot.is_none(), headers);
     let what = format!(
         "{} form{}{}",
-        if vroot { "path" } else { "?url=" },
+        match vroot {
+            Some(root) => format!("path (under {root})"),
+            None => "?url=".into(),
+        },
         if esi { " with enable-esi" } else { "" },
         if surrogate { " behind a surrogate" } else { "" }
     );
@@ -370,6 +385,11 @@ fn no_dead_links_in_path_form_with_esi_behind_a_surrogate() {
 #[test]
 fn no_dead_links_in_query_form_with_esi_behind_a_surrogate() {
     check(false, true, true);
+}
+
+#[test]
+fn no_dead_links_under_a_virtual_root_folder() {
+    check_under(Some("/git/"), true, false);
 }
 
 #[test]
@@ -420,7 +440,7 @@ fn assert_tabs_like_cgit(server: &Server, rc: &Path, url: &str) {
 #[test]
 fn pages_whose_path_is_no_path_limit_keep_it_out_of_their_links() {
     let dir = TempDir::new("links-context");
-    let rc = rc(dir.path(), true, false);
+    let rc = rc(dir.path(), Some("/"), false);
     let server = Server::start(&rc);
     // `refs/tags` (the summary's "[...]" under its tags) is not a file: cgit links `/r/log/`.
     assert_tabs_like_cgit(&server, &rc, "/r/refs/tags");
@@ -435,7 +455,7 @@ fn pages_whose_path_is_no_path_limit_keep_it_out_of_their_links() {
 #[test]
 fn commit_and_diff_tabs_keep_the_diff_being_looked_at() {
     let dir = TempDir::new("links-diff-tabs");
-    let rc = rc(dir.path(), true, false);
+    let rc = rc(dir.path(), Some("/"), false);
     let server = Server::start(&rc);
     let work = REPOS.0.parent().unwrap().join("work");
     let id = git(&work, &["rev-parse", "main~1"]);
@@ -453,7 +473,7 @@ fn commit_and_diff_tabs_keep_the_diff_being_looked_at() {
 #[test]
 fn commit_page_snapshots_are_named_as_cgit_names_them() {
     let dir = TempDir::new("links-snapshots");
-    let rc = rc(dir.path(), true, false);
+    let rc = rc(dir.path(), Some("/"), false);
     let server = Server::start(&rc);
     let download = ("<th>download</th>", "</tr>");
     for url in [
