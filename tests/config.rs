@@ -65,7 +65,8 @@ fn scan_path_honours_its_options() {
     );
     let three = cfg.repo(".hidden/three").unwrap();
     assert_eq!(three.owner, "Grace");
-    assert_eq!(three.opts.section, "Hidden cat");
+    // section-from-path applies after the git config: the path wins over gitweb.category
+    assert_eq!(three.opts.section, ".hidden");
     assert!(three.hide);
     let one = cfg.repo("team/one").unwrap();
     assert!(

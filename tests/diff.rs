@@ -487,17 +487,17 @@ fn commit_page_shows_info_message_and_diff() {
         "<tr><th>author</th><td>A U Thor &lt;author@example.com&gt;</td><td class='right'>2024-01-02 10:00:00 +0000</td></tr>",
         "<div class='commit-subject'>Rename, edit, chmod</div>",
         "<div class='commit-msg'>A body paragraph\nwith two lines.\n\nAnd a second one.\n</div>",
-        "<div class='diffstat-header'><a href='../diff/?id=",
+        "<div class='diffstat-header'><a href='/r/diff/?id=",
         "<table summary='diffstat' class='diffstat'>",
-        "<td class='mov'><a href='../diff/README.md?id=",
+        "<td class='mov'><a href='/r/diff/README.md?id=",
         "(renamed from README)",
         "<td class='mode'>-rwxr-xr-x<span class='modechange'>[-rw-r--r--]</span></td><td class='upd'>",
         "<div class='diffstat-summary'>6 files changed,",
         "<table summary='diff' class='diff'>",
         "<div class='add'>+\tputs(&quot;tail&quot;);</div>",
         "<div class='ctx'>\\ No newline at end of file</div>",
-        "+++ b/<a href='../tree/dir/with%20space.txt?id=",
-        "--- a/<a href='../tree/with%20space.txt?id=",
+        "+++ b/<a href='/r/tree/dir/with%20space.txt?id=",
+        "--- a/<a href='/r/tree/with%20space.txt?id=",
         "<th>download</th>",
     ] {
         assert!(html.contains(needle), "missing {needle:?} in\n{html}");
@@ -599,13 +599,13 @@ fn diff_page_modes_options_and_path_limit() {
         "<td class='space' colspan='4'><div></div></td>",
         "<td class='head' colspan='4'><div class='head'>diff --git",
         "<td colspan='4' class='hunk'>@@",
-        "<td class='lineno'><a href='../tree/main.c?id=",
+        "<td class='lineno'><a href='/r/tree/main.c?id=",
         "<td class='add_dark'></td>",
         "<td class='changed'>",
         "<span class='add'>",
         "<td class='foot' colspan='4'></td>",
         "<option value='1' selected='selected'>ssdiff</option>",
-        "href='../diff/main.c?id=",
+        "href='/r/diff/main.c?id=",
     ] {
         assert!(ss.contains(needle), "missing {needle:?}");
     }
@@ -637,19 +637,27 @@ fn diff_page_modes_options_and_path_limit() {
         "whitespace ignored"
     );
     assert!(ignored.contains("<option value='1' selected='selected'>ignore</option>"));
-    // path limit: one file, crumbs, relative links one level further up
+    // path limit: one file, crumbs
     let limited = server
         .get(&format!("/r/diff/dir/with%20space.txt?id={id}"))
         .text();
     assert!(limited.contains("<div class='diffstat-summary'>1 files changed"));
     assert!(limited.contains("(limited to 'dir/with space.txt')"));
-    assert!(limited.contains("<a href='../../diff/?id="));
+    assert!(limited.contains("<a href='/r/diff/?id="));
     assert!(limited.contains("<div class='path'>path: <a href='/r/diff/?id="));
     let slash = server.get(&format!("/r/diff/dir/?id={id}"));
     assert_eq!(slash.status, 301);
     assert_eq!(
         slash.header("location"),
         Some(format!("/r/diff/dir?id={id}").as_str())
+    );
+    // other URL forms are served as they are (a redirect to themselves would loop)
+    let query_form = server.get(&format!("/?url=r/diff/dir/&id={id}"));
+    assert_eq!(query_form.status, 200);
+    assert!(
+        query_form
+            .text()
+            .contains("href='/r/diff/dir/with%20space.txt?id=")
     );
     // unrelated id2 still diffs
     let unrelated = server
@@ -659,12 +667,12 @@ fn diff_page_modes_options_and_path_limit() {
             f.rev("orphan")
         ))
         .text();
-    assert!(unrelated.contains("<td class='del'><a href='../diff/lonely.txt?id="));
+    assert!(unrelated.contains("<td class='del'><a href='/r/diff/lonely.txt?id="));
     assert!(unrelated.contains(&format!("&amp;id2={}", f.rev("orphan"))));
 }
 
 #[test]
-fn diff_body_does_not_depend_on_the_repository() {
+fn diff_bodies_without_esi_have_cgits_absolute_links() {
     let f = &*FIXTURE;
     let server = Server::start(&f.rc);
     let id = f.rev("main~7");
@@ -677,12 +685,26 @@ fn diff_body_does_not_depend_on_the_repository() {
         )
         .to_string()
     };
-    let a = body(&format!("/r/commit/?id={id}&h=side"));
-    let b = body(&format!("/fork/copy/commit/?id={id}"));
-    let c = body(&format!("/r/diff/?id={id}"));
-    assert_eq!(a, b);
-    assert_eq!(a, c);
-    assert!(!a.contains("/r/") && !a.contains("fork") && !a.contains("h=side"));
+    let side = body(&format!("/r/commit/?id={id}&h=side"));
+    let fork = body(&format!("/fork/copy/commit/?id={id}"));
+    let diff = body(&format!("/r/diff/?id={id}"));
+    assert!(!hrefs(&side).iter().any(|h| h.starts_with("../")));
+    assert!(side.contains(&format!("href='/r/diff/?h=side&amp;id={id}'")));
+    assert!(side.contains("href='/r/tree/main.c?h=side&amp;id="));
+    assert!(fork.contains(&format!("href='/fork/copy/diff/?id={id}'")));
+    assert_eq!(
+        diff,
+        fork.replace("/fork/copy/", "/r/"),
+        "same body, own links"
+    );
+    // the `?url=` form (and cgit's own links to it) get the same links
+    let by_query = body(&format!("/?url=r/diff/&id={id}"));
+    assert_eq!(by_query, diff);
+    let path = body(&format!("/?url=r/diff/dir/with%20space.txt&id={id}"));
+    assert!(
+        path.contains("href='/r/tree/dir/with%20space.txt?id="),
+        "{path}"
+    );
 }
 
 #[test]

@@ -245,3 +245,35 @@ fn branch_pages_through_varnish_follow_pushes() {
     }
     assert!(seen, "the pushed commit shows through Varnish");
 }
+
+#[test]
+fn relative_fragment_links_only_where_they_resolve() {
+    let forks = &*FORKS;
+    let server = Server::start(&forks.rc);
+    let (small, path) = &forks.commits[2];
+    let path = path.unwrap();
+    let esi = [("Surrogate-Capability", "v=ESI/1.0")];
+    // The path-form URL: the include (or the assembled body) links relatively.
+    let canonical = format!("/a/commit/{path}?id={small}");
+    let frame = server.request("GET", &canonical, &esi).text();
+    assert!(frame.contains("<esi:include src='/a/esi-diff/"));
+    assert!(server.page(&canonical).contains("href='../../diff/"));
+    // URLs the relative links would not resolve from get cgit's absolute links, assembled here.
+    for url in [
+        format!("/?url=a/commit/{path}&id={small}"),
+        format!("/?r=a&p=commit&path={path}&id={small}"),
+        format!("/a/commit?id={small}"),
+        format!("/a/commit/src%2flib.rs?id={small}"),
+    ] {
+        let r = server.request("GET", &url, &esi);
+        let html = r.text_with(200, &url);
+        assert!(!html.contains("esi:include"), "{url}");
+        assert!(r.header("surrogate-control").is_none(), "{url}");
+        let links = hrefs(&html);
+        assert!(!links.iter().any(|h| h.starts_with("../")), "{url}");
+        assert!(
+            links.iter().any(|h| h.starts_with("/a/diff/")),
+            "{url}: {links:?}"
+        );
+    }
+}

@@ -67,3 +67,88 @@ fn index_links_match_cgit() {
         assert_like_cgit_by(&server, &SITE.rc, url, content_links);
     }
 }
+
+/// A scan tree with bare repositories and work trees, in and out of folders, with and without
+/// `gitweb.category`, next to a repository without a section.
+fn scan_site(root: &std::path::Path) -> std::path::PathBuf {
+    let scan = root.join("scan");
+    for work in ["work/site", "team/sub/wt", "solo"] {
+        init_repo(&scan.join(work));
+        commit_all(&scan.join(work), work, "2024-01-05T10:00:00+00:00");
+    }
+    git(
+        &scan,
+        &["clone", "-q", "--bare", "work/site", "team/foo.git"],
+    );
+    git(&scan, &["clone", "-q", "--bare", "work/site", "plain.git"]);
+    git(
+        &scan.join("team/foo.git"),
+        &["config", "gitweb.category", "Cat"],
+    );
+    git(
+        &scan.join("plain.git"),
+        &["config", "gitweb.category", "Other"],
+    );
+    let top = root.join("top.git");
+    git(root, &["clone", "-q", "--bare", "scan/solo", "top.git"]);
+    top
+}
+
+/// Section headers and each repository's name and link, in index order.
+fn index_rows(html: &str) -> String {
+    let table = between(html, "<table summary='repository list'", "</table>");
+    let mut out = Vec::new();
+    for row in table.split("<tr").skip(2) {
+        if let Some(section) = row.split("class='reposection'>").nth(1) {
+            out.push(format!("section {}", section.split('<').next().unwrap()));
+        } else if let Some(cell) = row.split("-repo'>").nth(1) {
+            let href = hrefs(cell).into_iter().next().unwrap_or_default();
+            let name = cell.split("'>").nth(1).unwrap().split('<').next().unwrap();
+            out.push(format!("{name} {href}"));
+        }
+    }
+    out.join("\n")
+}
+
+#[test]
+fn index_order_sections_and_scanned_names_match_cgit() {
+    let dir = TempDir::new("index-order");
+    let top = scan_site(dir.path());
+    let rc = dir.path().join("cgitrc");
+    for options in [
+        "",
+        "remove-suffix=1\n",
+        "section-from-path=1\n",
+        "section-from-path=-1\n",
+        "enable-git-config=1\n",
+        "enable-git-config=1\nsection-from-path=1\n",
+        "enable-git-config=1\nsection-from-path=-1\nremove-suffix=1\n",
+        "section=First\nrepo.url=early\nrepo.path=TOP\nsection=\n",
+    ] {
+        let options = options.replace("TOP", &top.display().to_string());
+        std::fs::write(
+            &rc,
+            format!(
+                "virtual-root=/\n{options}repo.url=top\nrepo.path={}\nscan-path={}/scan\n",
+                top.display(),
+                dir.path().display()
+            ),
+        )
+        .unwrap();
+        let server = Server::start(&rc);
+        if options.contains("-1\nremove-suffix") {
+            // cgit names `solo/.git` `` here (the section is its whole url); cgitd keeps it
+            let html = server.page("/");
+            assert!(html.contains("href='/solo/'>solo</a>"), "{html}");
+            continue;
+        }
+        assert_like_cgit_by(&server, &rc, "/", index_rows);
+        assert_like_cgit_by(&server, &rc, "/?s=section", index_rows);
+        // cgit's names for work trees are their git directories' paths
+        if options.is_empty() {
+            let html = server.page("/");
+            assert!(html.contains("href='/work/site/.git/'>work/site/.git</a>"));
+            assert_eq!(server.get("/work/site/.git/").status, 200);
+        }
+    }
+}

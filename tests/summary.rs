@@ -107,3 +107,48 @@ fn ages_match_cgit() {
         assert_like_cgit_by(&server, &rc, url, age_spans);
     }
 }
+
+/// With `enable-log-filecount` and `enable-log-linecount` the summary's log has cgit's Files
+/// and Lines columns, as the log page does.
+#[test]
+fn summary_log_counts_files_and_lines_like_cgit() {
+    let dir = TempDir::new("summary-counts");
+    let rc = dir.path().join("cgitrc");
+    for (options, files, lines) in [
+        (
+            "enable-log-filecount=1\nenable-log-linecount=1\n",
+            true,
+            true,
+        ),
+        ("enable-log-filecount=1\n", true, false),
+        ("enable-log-linecount=1\n", false, true),
+    ] {
+        std::fs::write(
+            &rc,
+            format!(
+                "virtual-root=/\n{options}repo.url=bare\nrepo.path={}/bare.git\n",
+                SITE.root.display()
+            ),
+        )
+        .unwrap();
+        let server = Server::start(&rc);
+        for url in ["/bare/", "/bare/?h=feature"] {
+            assert_like_cgit_by(&server, &rc, url, |html| {
+                between(
+                    html,
+                    "<th class='left'>Age</th><th class='left'>Commit",
+                    "</table>",
+                )
+                .replace('\n', "")
+                // cgitd separates subject and decorations with a space
+                .replace(
+                    "</a> <span class='decoration'>",
+                    "</a><span class='decoration'>",
+                )
+            });
+        }
+        let html = server.page("/bare/");
+        assert_eq!(html.contains("<th class='left'>Files</th>"), files);
+        assert_eq!(html.contains("<th class='left'>Lines</th>"), lines);
+    }
+}

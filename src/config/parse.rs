@@ -200,7 +200,8 @@ impl Parser {
     }
 
     fn add_found_repo(&mut self, found: super::scan::Found) {
-        let mut url = found.rel.clone();
+        let rel = super::scan::repo_rel(&found);
+        let mut url = rel.clone();
         if self.globals.remove_suffix
             && let Some(stripped) = url.strip_suffix(".git")
         {
@@ -210,17 +211,26 @@ impl Parser {
             return;
         }
         let i = self.add_scanned_repo(&found.git_dir, &url);
-        let g = &self.globals;
-        let (section, name) = super::scan::section_from_path(&url, g.section_from_path);
-        if let Some(section) = section {
-            self.repos[i].opts.section = section;
-            self.repos[i].name = name;
-        }
-        if g.enable_git_config {
+        if self.globals.enable_git_config {
             for (key, value) in super::scan::git_config_options(&found.git_dir) {
                 let location = found.git_dir.join("config").display().to_string();
                 self.apply_repo_key(i, &key, &value, &location, Scope::InRepo);
             }
+        }
+        // After the git config, as in cgit: where the path gives a section, it wins over
+        // `gitweb.category`; the repository's own cgitrc (below) still overrides both.
+        let (section, _) = super::scan::section_from_path(&rel, self.globals.section_from_path);
+        if let Some(section) = section {
+            let repo = &mut self.repos[i];
+            if let Some(rest) = repo.name.strip_prefix(section.as_str()) {
+                let rest = rest.strip_prefix('/').unwrap_or(rest);
+                // cgit leaves an empty name here (`work/site/.git` in section `work/site`
+                // with remove-suffix): keep the whole name instead.
+                if !rest.is_empty() {
+                    repo.name = rest.to_string();
+                }
+            }
+            repo.opts.section = section;
         }
         if self.repos[i].owner.is_empty() {
             self.repos[i].owner = super::scan::directory_owner(&found.dir).unwrap_or_default();

@@ -110,6 +110,19 @@ fn consider(root: &Path, dir: &Path, git_dir: PathBuf, globals: &Globals, found:
     });
 }
 
+/// What cgit names a found repository (its url and name before `remove-suffix`, and what
+/// `section-from-path` cuts): the path below the scan root, with `/.git` for a work tree's
+/// git directory (`work/site/.git`).
+pub(super) fn repo_rel(found: &Found) -> String {
+    if found.git_dir != found.dir && !found.rel.is_empty() {
+        format!("{}/.git", found.rel)
+    } else if found.git_dir != found.dir {
+        ".git".to_string()
+    } else {
+        found.rel.clone()
+    }
+}
+
 /// cgit's section-from-path: N > 0 takes the first N components as the section, N < 0 all but
 /// the last -N; the section is removed from the front of the name. `None` when not applicable.
 pub(super) fn section_from_path(url: &str, n: i64) -> (Option<String>, String) {

@@ -301,9 +301,18 @@ pub fn to_http(page: pages::Response, hold: impl Send + 'static) -> Response {
     response
 }
 
-/// The stylesheet, logo, favicon and robots.txt shipped in the binary, under the virtual root.
+/// The stylesheet, logo, favicon and robots.txt shipped in the binary, under the virtual root;
+/// the first three also at `/`, where cgit's defaults (`css=/cgit.css`, …) link them whatever
+/// the virtual root.
 fn static_file(site: &Site, path: &str) -> Option<Response> {
-    let rel = path.strip_prefix(site.config.globals.virtual_root.as_str())?;
+    let rel = path
+        .strip_prefix(site.config.globals.virtual_root.as_str())
+        .or_else(|| {
+            let rel = path.strip_prefix('/')?;
+            ["cgit.css", "cgit.png", "favicon.ico"]
+                .contains(&rel)
+                .then_some(rel)
+        })?;
     let (body, content_type): (&'static [u8], &str) = match rel {
         "cgit.css" => (include_bytes!("../../static/cgit.css"), "text/css"),
         "cgit.png" => (include_bytes!("../../static/cgit.png"), "image/png"),

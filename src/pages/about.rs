@@ -20,16 +20,21 @@ struct About {
 type Rewrite<'a> = Box<dyn Fn(&str) -> Option<String> + Sync + 'a>;
 
 pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
+    // Redirects go to cgitd's own links, keeping the branch: whatever form the request had
+    // (`?url=r/about` has no path to add a `/` to).
+    let head = Some(ctx.head.as_str());
     if ctx.req.path.is_none() && !ctx.req.trailing_slash {
-        return Ok(Response::redirect(301, with_slash(&ctx.req.target)));
+        let target = ctx.links().page("about", None, head, &[]);
+        return Ok(Response::redirect(301, target));
     }
     let Some(loc) = readme::locate(ctx) else {
-        let target = ctx
-            .state
-            .config
-            .homepage
-            .clone()
-            .unwrap_or_else(|| ctx.links().summary());
+        let target = match &ctx.state.config.homepage {
+            Some(homepage) => homepage.clone(),
+            None => match head.filter(|h| *h != ctx.defbranch) {
+                Some(h) => super::parts::links::with_args(&ctx.links().summary(), &[("h", h)]),
+                None => ctx.links().summary(),
+            },
+        };
         return Ok(Response::redirect(302, target));
     };
     if let Location::Outside = loc {
@@ -173,13 +178,5 @@ fn raw(mime: String, data: Vec<u8>) -> Response {
         content_type: mime,
         headers: safe_headers(),
         body: data.into(),
-    }
-}
-
-/// `path?query` with a `/` added to the path.
-fn with_slash(target: &str) -> String {
-    match target.split_once('?') {
-        Some((path, query)) => format!("{path}/?{query}"),
-        None => format!("{target}/"),
     }
 }

@@ -80,7 +80,15 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         body: body(ctx, commit, blob, path)?,
     };
     let mut frame = Frame::repo(ctx, "blame");
-    frame.crumbs = shared::path_crumbs(path, |prefix| shared::rev_link(ctx, "blame", prefix));
+    // Folders have no blame (cgit links them to its 404 anyway): their crumbs go to the tree.
+    frame.crumbs = shared::path_crumbs(path, |prefix| {
+        let page = if prefix == Some(path) {
+            "blame"
+        } else {
+            "tree"
+        };
+        shared::rev_link(ctx, page, prefix)
+    });
     frame.title = frame::page_title(ctx, "blame", Some(&shared::path_title(path)));
     let mut response = Response::html(frame::wrap(ctx.site, &frame, &view)?);
     if let BlameBody::Unfinished = view.body {

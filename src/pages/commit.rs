@@ -69,15 +69,16 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         patch_href: l.page("patch", path, None, &[("id", &hex)]),
         tree_hex: commit.tree.to_string(),
         tree_href: l.page("tree", None, head, &[("id", &hex)]),
-        path_link: path.map(|p| {
+        path_link: path.and_then(|p| frame::existing_path(ctx, p)).map(|p| {
             (
                 l.page("tree", Some(p), head, &[("id", &hex)]),
                 String::from_utf8_lossy(p).into_owned(),
             )
         }),
         parents: parent_rows(ctx, &commit, path),
+        // Named as the URL names the commit (`id`, else the branch), as cgit names them.
         downloads: if ctx.state.config.opts.snapshots != 0 {
-            shared::snapshot_links(ctx, &hex)
+            shared::snapshot_links(ctx, ctx.req.query.id.as_deref().unwrap_or(&ctx.head))
         } else {
             Vec::new()
         },

@@ -1,9 +1,15 @@
 //! ESI (`enable-esi`): the commit and diff pages emit their diff body as an `<esi:include>` of
 //! the repository-neutral `esi-diff` fragment when a surrogate will assemble it, and assemble
 //! it themselves (from the fragment cache) otherwise. The fragment page lives here too.
+//!
+//! The fragment's links are relative to the page it is shown on. They stay relative only where
+//! ESI is on and the request's own URL is the page's path-form URL, from which they resolve;
+//! everywhere else (ESI off, `?url=` and legacy requests, the CLI) the body gets cgit's absolute
+//! links, branch included, and is assembled here.
 
 use super::parts::diff_body::{self, DiffMode, ViewOptions};
-use super::parts::links::escape_path;
+use super::parts::html::escape;
+use super::parts::links::{escape_arg, escape_path};
 use super::parts::validators;
 use super::{PageError, RepoCtx, Response};
 use gix::ObjectId;
@@ -19,11 +25,53 @@ pub fn diff_body(
     opts: &ViewOptions,
     path: Option<&[u8]>,
 ) -> Result<(Arc<str>, bool), PageError> {
-    if ctx.state.config.opts.enable_esi && ctx.req.surrogate_esi {
+    let relative = ctx.state.config.opts.enable_esi && relative_links_resolve(ctx, path);
+    if relative && ctx.req.surrogate_esi {
         let src = fragment_url(ctx, old, new, opts, path);
         return Ok((format!("<esi:include src='{src}'/>").into(), true));
     }
-    Ok((cached_body(ctx, old, new, opts, path)?, false))
+    let body = cached_body(ctx, old, new, opts, path)?;
+    if relative {
+        return Ok((body, false));
+    }
+    let l = ctx.links();
+    let head = Some(ctx.head.as_str()).filter(|h| *h != ctx.defbranch);
+    Ok((
+        absolute_links(&body, path, &l.summary(), head).into(),
+        false,
+    ))
+}
+
+/// Whether the body's relative links resolve from the URL the request was made with: its path
+/// is the page's path-form URL `<vroot><repo>/<page>/<path>` (no `?url=` form, no missing or
+/// extra `/`, no encoded `/` that would change the segments).
+fn relative_links_resolve(ctx: &RepoCtx<'_>, path: Option<&[u8]>) -> bool {
+    super::parts::diffargs::requested_as(ctx, path.unwrap_or_default())
+}
+
+/// The body with its relative links made cgit's absolute ones: `repo_base` (the repository's
+/// summary URL) instead of the `../` steps, and `h=<head>` first in the query when the page is
+/// about a branch other than the default.
+fn absolute_links(body: &str, path: Option<&[u8]>, repo_base: &str, head: Option<&str>) -> String {
+    let needle = format!("href='{}", diff_body::relative_prefix(path));
+    let base = escape(repo_base);
+    let head_arg = head.map(|h| format!("h={}&amp;", escape(&escape_arg(h.as_bytes()))));
+    let mut out = String::with_capacity(body.len() + body.len() / 8);
+    let mut rest = body;
+    while let Some(at) = rest.find(&needle) {
+        out.push_str(&rest[..at]);
+        out.push_str("href='");
+        out.push_str(&base);
+        rest = &rest[at + needle.len()..];
+        let end = rest.find('\'').unwrap_or(rest.len());
+        if let (Some(arg), Some(q)) = (&head_arg, rest[..end].find('?')) {
+            out.push_str(&rest[..=q]);
+            out.push_str(arg);
+            rest = &rest[q + 1..];
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Marks a frame that contains `<esi:include>` for the surrogate.

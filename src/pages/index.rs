@@ -78,7 +78,9 @@ pub fn render(site: &Site, req: &PageRequest) -> Result<Response, PageError> {
         .collect();
     let show_sections = sort.is_none();
     let vroot = &g.virtual_root;
-    let mut previous_section: Option<&str> = None;
+    // A header wherever the section changes, an empty one back to no section (as cgit does
+    // when unsectioned repositories follow a section, with section-sort=0).
+    let mut previous_section = "";
     let rows = repos
         .iter()
         .skip(ofs)
@@ -86,9 +88,8 @@ pub fn render(site: &Site, req: &PageRequest) -> Result<Response, PageError> {
         .map(|(r, idle)| {
             let href = format!("{vroot}{}/", escape_path(r.url.as_bytes()));
             let section = r.opts.section.as_str();
-            let new_section =
-                show_sections && !section.is_empty() && previous_section != Some(section);
-            previous_section = Some(section);
+            let new_section = show_sections && previous_section != section;
+            previous_section = section;
             Row {
                 section_header: new_section.then(|| section.to_string()),
                 name: r.name.clone(),
@@ -197,11 +198,12 @@ fn sort_repos(
         Some("desc") => repos.sort_by(|a, b| nulls_last(&a.0.desc, &b.0.desc)),
         Some("owner") => repos.sort_by(|a, b| nulls_last(&a.0.owner, &b.0.owner)),
         Some("idle") => repos.sort_by(|a, b| idle(a.1, b.1)),
+        // No section is the empty section, which sorts first (as in cgit).
         Some("section") => repos.sort_by(|a, b| {
-            nulls_last(&a.0.opts.section, &b.0.opts.section).then(text(&a.0.name, &b.0.name))
+            text(&a.0.opts.section, &b.0.opts.section).then(text(&a.0.name, &b.0.name))
         }),
         _ if g.section_sort => repos.sort_by(|a, b| {
-            nulls_last(&a.0.opts.section, &b.0.opts.section).then_with(|| {
+            text(&a.0.opts.section, &b.0.opts.section).then_with(|| {
                 if g.repository_sort_age {
                     idle(a.1, b.1)
                 } else {

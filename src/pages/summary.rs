@@ -3,8 +3,15 @@
 use super::parts::frame::{self, Frame};
 use super::parts::shared::{self, BranchRow, LogRow, TagRow};
 use super::{PageError, RepoCtx, Response};
+use crate::git::changes::{ChangeCount, Counter};
 use crate::git::{self, GitError};
 use askama::Template;
+
+/// A row of the summary's recent log: the log row and, where enabled, its change counts.
+struct SummaryLogRow {
+    row: LogRow,
+    counts: Option<ChangeCount>,
+}
 
 #[derive(Template)]
 #[template(path = "summary.html")]
@@ -14,8 +21,11 @@ struct Summary {
     more_branches: Option<String>,
     tags: Vec<TagRow>,
     more_tags: Option<String>,
-    log: Vec<LogRow>,
+    log: Vec<SummaryLogRow>,
     more_log: Option<String>,
+    /// cgit's `enable-log-filecount` / `enable-log-linecount` columns, as on the log page.
+    show_files: bool,
+    show_lines: bool,
     clone_urls: Vec<String>,
     repo_name: String,
 }
@@ -49,6 +59,8 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         more_tags,
         log,
         more_log,
+        show_files: ctx.state.config.opts.enable_log_filecount,
+        show_lines: ctx.state.config.opts.enable_log_linecount,
         clone_urls: frame::clone_urls(ctx),
         repo_name: ctx.state.config.name.clone(),
     };
@@ -56,7 +68,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     Ok(Response::html(frame::wrap(ctx.site, &frame, &body)?))
 }
 
-fn recent_log(ctx: &RepoCtx<'_>) -> Result<(Vec<LogRow>, Option<String>), PageError> {
+fn recent_log(ctx: &RepoCtx<'_>) -> Result<(Vec<SummaryLogRow>, Option<String>), PageError> {
     let count = ctx.site.config.globals.summary_log;
     if count == 0 || ctx.refs.branches.is_empty() {
         return Ok((Vec::new(), None));
@@ -67,11 +79,22 @@ fn recent_log(ctx: &RepoCtx<'_>) -> Result<(Vec<LogRow>, Option<String>), PageEr
         Err(e) => return Err(e.into()),
     };
     let page = git::log::log(ctx.repo, tip, 0, count)?;
-    let rows = page
-        .commits
-        .iter()
-        .map(|c| shared::log_row(ctx, c))
-        .collect();
+    let opts = &ctx.state.config.opts;
+    let mut counter = Counter::default();
+    let mut rows = Vec::with_capacity(page.commits.len());
+    for c in &page.commits {
+        let counts = if opts.enable_log_filecount || opts.enable_log_linecount {
+            let parent = c.parents.first().copied();
+            let lines = opts.enable_log_linecount;
+            Some(counter.count(ctx.repo, c.tree, parent, None, lines)?)
+        } else {
+            None
+        };
+        rows.push(SummaryLogRow {
+            row: shared::log_row(ctx, c),
+            counts,
+        });
+    }
     let more = page
         .has_more
         .then(|| ctx.links().page("log", None, Some(&ctx.head), &[]));

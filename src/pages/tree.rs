@@ -258,7 +258,8 @@ fn module_row(ctx: &RepoCtx<'_>, links: &TreeLinks<'_, '_>, e: &Entry, full: &[u
         module_rev: Some(hex[..7].to_string()),
         symlink: None,
         size: 0,
-        buttons: buttons(ctx, links, full, false, true),
+        // No blame: a submodule is no file (cgit's blame button here is a 404).
+        buttons: buttons(ctx, links, full, false, false),
     }
 }
 

@@ -201,6 +201,23 @@ impl Page {
     pub fn name(self) -> &'static str {
         self.row().name
     }
+
+    /// Whether the URL's path limits what the page shows (cgit's `want_vpath`): its path is
+    /// then kept in the tabs, the feed link and the search form. Other pages' paths name
+    /// something else (`refs/tags`, a snapshot file, a blob) and are not carried over.
+    pub fn limits_by_path(self) -> bool {
+        matches!(
+            self,
+            Page::Blame
+                | Page::Commit
+                | Page::Diff
+                | Page::Log
+                | Page::Patch
+                | Page::RawDiff
+                | Page::Stats
+                | Page::Tree
+        )
+    }
 }
 
 #[cfg(test)]

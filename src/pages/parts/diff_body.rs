@@ -72,6 +72,13 @@ pub fn render(
     Ok(out)
 }
 
+/// What every link of a body shown for `path` starts with: the `../` steps from the page's URL
+/// (`<repo>/<page>/<path>`, `<repo>/<page>/` without a path) up to the repository's.
+pub fn relative_prefix(path: Option<&[u8]>) -> String {
+    let depth = path.map_or(0, |p| p.split(|&b| b == b'/').count()).max(1);
+    "../".repeat(depth)
+}
+
 /// Links relative to the page the body is shown on.
 struct RelLinks {
     up: String,
@@ -88,7 +95,6 @@ impl RelLinks {
         opts: &ViewOptions,
         path: Option<&[u8]>,
     ) -> RelLinks {
-        let depth = path.map_or(0, |p| p.split(|&b| b == b'/').count()).max(1);
         let mut args = format!("?id={new}");
         if let (Some(old), true) = (old, explicit_old) {
             let _ = write!(args, "&id2={old}");
@@ -103,7 +109,7 @@ impl RelLinks {
             args.push_str("&ignorews=1");
         }
         RelLinks {
-            up: "../".repeat(depth),
+            up: relative_prefix(path),
             diff_args: args,
             old_hex: old.map(|o| o.to_string()).unwrap_or_default(),
             new_hex: new.to_string(),

@@ -112,7 +112,12 @@ pub fn crumbs(ctx: &RepoCtx<'_>, page: &str) -> Vec<(String, String)> {
 /// The diff body's links are relative to `<page>/<path>` without a trailing slash, so a
 /// path-limited URL ending in `/` is redirected to its form without it.
 pub fn slash_redirect(ctx: &RepoCtx<'_>) -> Option<Response> {
-    if ctx.req.path.is_none() || !ctx.req.trailing_slash {
+    let path = ctx.req.path.as_ref()?;
+    // Only a path-form URL has a `/` to drop; other forms (`?url=…/`) are served as they are,
+    // as cgit serves them (redirecting them to themselves would loop).
+    let mut slashed = path.to_vec();
+    slashed.push(b'/');
+    if !ctx.req.trailing_slash || !requested_as(ctx, &slashed) {
         return None;
     }
     let target = &ctx.req.target;
@@ -123,4 +128,24 @@ pub fn slash_redirect(ctx: &RepoCtx<'_>) -> Option<Response> {
         location.push_str(query);
     }
     Some(Response::redirect(301, location))
+}
+
+/// Whether the request's URL is the path-form URL `<vroot><repo>/<page>/<path>` (`path` as
+/// given, may be empty): no `?url=` or legacy form, no encoded `/` that would change the
+/// segments a browser resolves relative links against.
+pub fn requested_as(ctx: &RepoCtx<'_>, path: &[u8]) -> bool {
+    let target = ctx.req.target.split('?').next().unwrap_or_default();
+    if target.contains("%2f") || target.contains("%2F") {
+        return false;
+    }
+    let decoded = crate::request::url::percent_decode(target.as_bytes(), false);
+    let mut expected = format!(
+        "{}{}/{}/",
+        ctx.site.config.globals.virtual_root,
+        ctx.state.config.url,
+        ctx.req.page.name()
+    )
+    .into_bytes();
+    expected.extend_from_slice(path);
+    decoded == expected
 }

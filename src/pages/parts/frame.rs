@@ -106,7 +106,12 @@ impl<'a> Frame<'a> {
         let l = ctx.links();
         let head = Some(ctx.head.as_str());
         let id = ctx.req.query.id.as_deref();
-        let path = ctx.req.path.as_ref().map(|p| p.as_slice());
+        let path = ctx
+            .req
+            .path
+            .as_ref()
+            .filter(|_| ctx.req.page.limits_by_path())
+            .map(|p| p.as_slice());
         let id_arg: Vec<(&str, &str)> = id.map(|i| ("id", i)).into_iter().collect();
         let mut tabs = Vec::new();
         let mut tab = |label: &'static str, href: String| {
@@ -132,10 +137,28 @@ impl<'a> Frame<'a> {
         if active == "blame" {
             tab("blame", l.page("blame", path, head, &id_arg));
         } else {
-            tab("tree", l.page("tree", path, head, &id_arg));
+            let tree_path = path.and_then(|p| existing_path(ctx, p));
+            tab("tree", l.page("tree", tree_path, head, &id_arg));
         }
-        tab("commit", l.page("commit", path, head, &id_arg));
-        tab("diff", l.page("diff", path, head, &id_arg));
+        // The commit and diff tabs keep the diff being looked at: the diff options, and for
+        // the diff tab the old side (`id2`), as cgit's do.
+        let q = &ctx.req.query;
+        let dt = q.dt.filter(|dt| *dt != 0).map(|dt| dt.to_string());
+        let context = q
+            .context
+            .filter(|c| *c > 0 && *c != 3)
+            .map(|c| c.to_string());
+        let mut diff_opts: Vec<(&str, &str)> = Vec::new();
+        diff_opts.extend(dt.as_deref().map(|v| ("dt", v)));
+        diff_opts.extend(context.as_deref().map(|v| ("context", v)));
+        if q.ignorews {
+            diff_opts.push(("ignorews", "1"));
+        }
+        let commit_args = [id_arg.as_slice(), &diff_opts].concat();
+        tab("commit", l.page("commit", path, head, &commit_args));
+        let id2_arg: Vec<(&str, &str)> = q.id2.as_deref().map(|i| ("id2", i)).into_iter().collect();
+        let diff_args = [id_arg.as_slice(), &id2_arg, &diff_opts].concat();
+        tab("diff", l.page("diff", path, head, &diff_args));
         if cfg.opts.max_stats.is_some() {
             tab("stats", l.page("stats", path, head, &[]));
         }
@@ -145,6 +168,9 @@ impl<'a> Frame<'a> {
         }
         if let Some(id) = id {
             search_hidden.push(("id", id.to_string()));
+        }
+        if let Some(id2) = &ctx.req.query.id2 {
+            search_hidden.push(("id2", id2.clone()));
         }
         if ctx.req.query.showmsg {
             search_hidden.push(("showmsg", "1".to_string()));
@@ -192,6 +218,26 @@ impl<'a> Frame<'a> {
             follow_toggle: None,
             version: VERSION,
         }
+    }
+}
+
+/// The longest part of `path` (whole components) that exists at the page's revision (`id`,
+/// else the head) as a folder or file, so that a tree link never names a path the commit does
+/// not have (a log of a renamed file, a commit that deleted it) or a submodule, which has no
+/// tree here; None for the root.
+pub fn existing_path<'p>(ctx: &RepoCtx<'_>, path: &'p [u8]) -> Option<&'p [u8]> {
+    use gix::bstr::ByteSlice;
+    let commit = super::shared::page_commit(ctx).ok()?;
+    let tree = crate::git::commit::read_commit(ctx.repo, commit).ok()?.tree;
+    let mut path = path;
+    loop {
+        use crate::git::tree::Found;
+        if let Ok(Some(Found::Tree(_) | Found::Blob { .. })) =
+            crate::git::tree::find(ctx.repo, tree, path.as_bstr())
+        {
+            return Some(path);
+        }
+        path = &path[..path.iter().rposition(|&b| b == b'/')?];
     }
 }
 
