@@ -71,6 +71,13 @@ struct Row {
     graph: Option<GraphRow>,
 }
 
+impl Row {
+    /// Whether graph lines follow the commit's own (cgit's second row).
+    fn graph_goes_on(&self) -> bool {
+        self.graph.as_ref().is_some_and(|g| !g.after.is_empty())
+    }
+}
+
 #[derive(Template)]
 #[template(path = "log.html")]
 struct Log {
@@ -81,6 +88,8 @@ struct Log {
     show_files: bool,
     show_lines: bool,
     msg_colspan: usize,
+    /// cgit's colspan of a graph filler row: the count of all columns, the graph's too.
+    filler_colspan: usize,
     rows: Vec<Row>,
     prev: Option<String>,
     next: Option<String>,
@@ -107,13 +116,31 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         },
     };
     let mut counter = Counter::default();
-    let mut lanes = graph::Lanes::default();
+    let mut lanes = graph::Graph::default();
+    // a range hides commits: its parents outside the walk are not drawn
+    let walked: std::collections::HashSet<gix::ObjectId> = match &query {
+        Some(q) if show_graph && !q.hidden.is_empty() => {
+            page.commits.iter().map(|c| c.id).collect()
+        }
+        _ => Default::default(),
+    };
+    let drawn_parents = |c: &CommitInfo| -> Vec<gix::ObjectId> {
+        if walked.is_empty() {
+            c.parents.clone()
+        } else {
+            c.parents
+                .iter()
+                .filter(|p| walked.contains(*p))
+                .copied()
+                .collect()
+        }
+    };
     // graph pages walk from the top so that lanes continue across pages
     let primed = if show_graph { args.ofs as usize } else { 0 };
     let mut rows = Vec::with_capacity(page.commits.len());
     for (i, c) in page.commits.iter().enumerate() {
         if i < primed {
-            lanes.row(c.id, &c.parents);
+            lanes.update(c.id, &drawn_parents(c));
             continue;
         }
         let counts = if opts.enable_log_filecount || opts.enable_log_linecount {
@@ -127,8 +154,13 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         } else {
             None
         };
-        let graph = show_graph.then(|| lanes.row(c.id, &c.parents));
-        rows.push(row(ctx, c, &args, counts, graph));
+        let mut r = row(ctx, c, &args, counts);
+        if show_graph {
+            // with messages shown, the graph goes on beside every line of the message
+            let msg_lines = r.message.as_deref().map_or(0, message_lines);
+            r.graph = Some(lanes.row(c.id, &drawn_parents(c), msg_lines));
+        }
+        rows.push(r);
     }
     let body = Log {
         toggle_label: if args.showmsg { "Collapse" } else { "Expand" },
@@ -142,6 +174,9 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         show_files: opts.enable_log_filecount,
         show_lines: opts.enable_log_linecount,
         msg_colspan: 3
+            + usize::from(opts.enable_log_filecount)
+            + usize::from(opts.enable_log_linecount),
+        filler_colspan: 4
             + usize::from(opts.enable_log_filecount)
             + usize::from(opts.enable_log_linecount),
         rows,
@@ -292,13 +327,7 @@ fn build_query<'a>(
     }))
 }
 
-fn row(
-    ctx: &RepoCtx<'_>,
-    c: &CommitInfo,
-    args: &LogArgs,
-    counts: Option<ChangeCount>,
-    graph: Option<GraphRow>,
-) -> Row {
+fn row(ctx: &RepoCtx<'_>, c: &CommitInfo, args: &LogArgs, counts: Option<ChangeCount>) -> Row {
     let hex = c.id.to_string();
     // A followed file had other names in older commits: link them whole.
     let path = ctx
@@ -336,8 +365,18 @@ fn row(
         author: super::parts::filter::person_html(ctx, &c.author, &c.author.name, "log"),
         message,
         counts,
-        graph,
+        graph: None,
     }
+}
+
+/// How many graph lines cgit draws beside a shown message: one per line of the message with
+/// the two line breaks it adds, its leading blank lines left out.
+fn message_lines(message: &str) -> usize {
+    if message.is_empty() {
+        return 1;
+    }
+    let shown = format!("{message}\n\n");
+    1 + shown.trim_start().matches('\n').count()
 }
 
 /// `path: root/a/b` links, each a log of that directory with the current arguments.
