@@ -105,7 +105,8 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         return Err(PageError::BadRequest("Invalid offset".into()));
     }
     let count = g.max_commit_count.max(1);
-    let show_graph = opts.enable_commit_graph && path.is_none();
+    // cgit draws no graph on a followed path
+    let show_graph = opts.enable_commit_graph && !following(ctx);
     let query = build_query(ctx, show_graph, count)?;
     let page = match &query {
         Some(q) => query_kept(ctx, q)?,
@@ -237,8 +238,17 @@ fn query_kept(ctx: &RepoCtx<'_>, q: &LogQuery<'_>) -> Result<git::LogPage, PageE
         return Ok(git::log::query(ctx.repo, q)?);
     }
     let key = format!(
-        "log:{:?}:{:?}:{:?}:{}:{:?}:{:?}:{:?}:{}:{}",
-        q.tips, q.hidden, q.path, q.follow, q.filter, q.order, q.since, q.skip, q.count
+        "log:{:?}:{:?}:{:?}:{}:{:?}:{:?}:{:?}:{}:{}:{}",
+        q.tips,
+        q.hidden,
+        q.path,
+        q.follow,
+        q.filter,
+        q.order,
+        q.since,
+        q.skip,
+        q.count,
+        q.rewrite_parents
     );
     let kept = ctx.site.fragments.get_or_render(&key, || {
         let page = git::log::query(ctx.repo, q).map_err(NotKept::Failed)?;
@@ -249,6 +259,12 @@ fn query_kept(ctx: &RepoCtx<'_>, q: &LogQuery<'_>) -> Result<git::LogPage, PageE
         for c in &page.commits {
             text.push(' ');
             text.push_str(&c.id.to_string());
+            if q.rewrite_parents {
+                // the parents are the walk's, not the commit's
+                text.push(':');
+                let parents: Vec<String> = c.parents.iter().map(|p| p.to_string()).collect();
+                text.push_str(&parents.join(","));
+            }
         }
         Ok(text)
     });
@@ -260,10 +276,24 @@ fn query_kept(ctx: &RepoCtx<'_>, q: &LogQuery<'_>) -> Result<git::LogPage, PageE
     let mut words = text.split(' ');
     let has_more = words.next() == Some("more");
     let commits = words
-        .map(|hex| {
-            let id = gix::ObjectId::from_hex(hex.as_bytes())
-                .map_err(|e| PageError::internal("decoding a kept log page", e))?;
-            Ok(git::commit::read_commit(ctx.repo, id)?)
+        .map(|word| {
+            let decode = |hex: &str| {
+                gix::ObjectId::from_hex(hex.as_bytes())
+                    .map_err(|e| PageError::internal("decoding a kept log page", e))
+            };
+            let (hex, parents) = match word.split_once(':') {
+                Some((hex, parents)) => (hex, Some(parents)),
+                None => (word, None),
+            };
+            let mut commit = git::commit::read_commit(ctx.repo, decode(hex)?)?;
+            if let Some(parents) = parents {
+                commit.parents = parents
+                    .split(',')
+                    .filter(|p| !p.is_empty())
+                    .map(decode)
+                    .collect::<Result<_, _>>()?;
+            }
+            Ok(commit)
         })
         .collect::<Result<_, PageError>>()?;
     Ok(git::LogPage {
@@ -324,6 +354,7 @@ fn build_query<'a>(
         since: None,
         skip: if show_graph { 0 } else { skip },
         count: if show_graph { skip + count } else { count },
+        rewrite_parents: show_graph,
     }))
 }
 
