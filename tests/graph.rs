@@ -330,6 +330,8 @@ fn graph_cells_are_cgits() {
         "/t/log/?showmsg=1",
         "/t/log/?ofs=50&showmsg=1",
         "/t/log/?h=b2",
+        "/t/log/?qt=range&q=b1..main",
+        "/t/log/?qt=range&q=b3..b2&ofs=25",
     ] {
         assert_like_cgit_by(&server, &rc, url, graph_cells);
     }
@@ -366,6 +368,21 @@ fn path_limited_graph_cells_are_cgits() {
         "/t/log/shared.txt",
         "/t/log/shared.txt?ofs=25",
         "/t/log/b2.txt",
+    ] {
+        assert_like_cgit_by(&server, &rc, url, graph_cells);
+    }
+}
+
+#[test]
+fn range_graphs_are_cgits_on_short_pages() {
+    // lines to parents past the page's end go on; lines to hidden parents are not drawn
+    let (_dir, rc) = site(5);
+    let server = Server::start(&rc);
+    for url in [
+        "/t/log/?qt=range&q=b1..main",
+        "/t/log/?qt=range&q=b1..main&ofs=5",
+        "/t/log/?qt=range&q=b3..b2&ofs=10",
+        "/t/log/?qt=range&q=main~20..main",
     ] {
         assert_like_cgit_by(&server, &rc, url, graph_cells);
     }

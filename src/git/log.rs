@@ -308,6 +308,19 @@ fn cached_query(
     })
 }
 
+/// Whether `ancestor` is `of` or one of its ancestors.
+pub fn is_ancestor(
+    repo: &gix::Repository,
+    ancestor: ObjectId,
+    of: ObjectId,
+) -> Result<bool, GitError> {
+    if ancestor == of {
+        return Ok(true);
+    }
+    let base = repo.merge_base(ancestor, of).map_err(GitError::internal)?;
+    Ok(base.is_some_and(|b| b.detach() == ancestor))
+}
+
 /// A commit as a path walk decided about it: whether it is listed, and the parents its
 /// simplified history goes on to.
 struct Walked {

@@ -118,30 +118,36 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     };
     let mut counter = Counter::default();
     let mut lanes = graph::Graph::default();
-    // a range hides commits: its parents outside the walk are not drawn
-    let walked: std::collections::HashSet<gix::ObjectId> = match &query {
-        Some(q) if show_graph && !q.hidden.is_empty() => {
-            page.commits.iter().map(|c| c.id).collect()
-        }
-        _ => Default::default(),
+    // a range hides commits: the graph draws no line to a hidden parent
+    let hidden: &[gix::ObjectId] = match &query {
+        Some(q) if show_graph => &q.hidden,
+        _ => &[],
     };
-    let drawn_parents = |c: &CommitInfo| -> Vec<gix::ObjectId> {
-        if walked.is_empty() {
-            c.parents.clone()
-        } else {
-            c.parents
-                .iter()
-                .filter(|p| walked.contains(*p))
-                .copied()
-                .collect()
+    let walked: std::collections::HashSet<gix::ObjectId> = if hidden.is_empty() {
+        Default::default()
+    } else {
+        page.commits.iter().map(|c| c.id).collect()
+    };
+    let mut hidden_memo: std::collections::HashMap<gix::ObjectId, bool> = Default::default();
+    let mut drawn_parents = |c: &CommitInfo| -> Result<Vec<gix::ObjectId>, PageError> {
+        let mut drawn = Vec::with_capacity(c.parents.len());
+        for p in &c.parents {
+            // a parent the walk listed is shown; past the page's end it may be shown later
+            let shown = hidden.is_empty()
+                || walked.contains(p)
+                || (page.has_more && !is_hidden(ctx, hidden, *p, &mut hidden_memo)?);
+            if shown {
+                drawn.push(*p);
+            }
         }
+        Ok(drawn)
     };
     // graph pages walk from the top so that lanes continue across pages
     let primed = if show_graph { args.ofs as usize } else { 0 };
     let mut rows = Vec::with_capacity(page.commits.len());
     for (i, c) in page.commits.iter().enumerate() {
         if i < primed {
-            lanes.update(c.id, &drawn_parents(c));
+            lanes.update(c.id, &drawn_parents(c)?);
             continue;
         }
         let counts = if opts.enable_log_filecount || opts.enable_log_linecount {
@@ -159,7 +165,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         if show_graph {
             // with messages shown, the graph goes on beside every line of the message
             let msg_lines = r.message.as_deref().map_or(0, message_lines);
-            r.graph = Some(lanes.row(c.id, &drawn_parents(c), msg_lines));
+            r.graph = Some(lanes.row(c.id, &drawn_parents(c)?, msg_lines));
         }
         rows.push(r);
     }
@@ -211,6 +217,27 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         frame.follow_toggle = Some((label, toggled.href(ctx, path.map(|p| p.as_bytes()))));
     }
     Ok(Response::html(frame::wrap(ctx.site, &frame, &body)?))
+}
+
+/// Whether a range's hidden commits reach `id` (remembered in `memo`).
+fn is_hidden(
+    ctx: &RepoCtx<'_>,
+    hidden: &[gix::ObjectId],
+    id: gix::ObjectId,
+    memo: &mut std::collections::HashMap<gix::ObjectId, bool>,
+) -> Result<bool, PageError> {
+    if let Some(known) = memo.get(&id) {
+        return Ok(*known);
+    }
+    let mut reached = false;
+    for h in hidden {
+        if git::log::is_ancestor(ctx.repo, id, *h)? {
+            reached = true;
+            break;
+        }
+    }
+    memo.insert(id, reached);
+    Ok(reached)
 }
 
 fn search_for(field: Field, pattern: &str) -> Result<Filter, PageError> {
