@@ -374,8 +374,9 @@ fn path_limited_graph_cells_are_cgits() {
 }
 
 #[test]
-fn range_graphs_are_cgits_on_short_pages() {
-    // lines to parents past the page's end go on; lines to hidden parents are not drawn
+fn range_and_search_graphs_are_cgits_on_short_pages() {
+    // lines to parents past the page's end go on; no line goes to a hidden parent or to
+    // one the search does not find
     let (_dir, rc) = site(5);
     let server = Server::start(&rc);
     for url in [
@@ -383,6 +384,8 @@ fn range_graphs_are_cgits_on_short_pages() {
         "/t/log/?qt=range&q=b1..main&ofs=5",
         "/t/log/?qt=range&q=b3..b2&ofs=10",
         "/t/log/?qt=range&q=main~20..main",
+        "/t/log/?qt=grep&q=merge",
+        "/t/log/?qt=grep&q=b2&ofs=5",
     ] {
         assert_like_cgit_by(&server, &rc, url, graph_cells);
     }

@@ -94,7 +94,8 @@ impl Filter {
         Ok(Filter { field, pattern })
     }
 
-    fn matches(&self, c: &CommitInfo) -> bool {
+    /// Whether the commit is one the search finds.
+    pub fn matches(&self, c: &CommitInfo) -> bool {
         let person = |p: &Person| self.pattern.is_match(&format!("{} <{}>", p.name, p.email));
         match self.field {
             Field::Message => self.pattern.is_match(&c.message),

@@ -129,13 +129,29 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         page.commits.iter().map(|c| c.id).collect()
     };
     let mut hidden_memo: std::collections::HashMap<gix::ObjectId, bool> = Default::default();
+    // a search lists only what it finds: the graph draws no line to a parent it does not
+    let filter = query
+        .as_ref()
+        .and_then(|q| q.filter.as_ref())
+        .filter(|_| show_graph);
+    let mut found_memo: std::collections::HashMap<gix::ObjectId, bool> = Default::default();
     let mut drawn_parents = |c: &CommitInfo| -> Result<Vec<gix::ObjectId>, PageError> {
         let mut drawn = Vec::with_capacity(c.parents.len());
         for p in &c.parents {
             // a parent the walk listed is shown; past the page's end it may be shown later
-            let shown = hidden.is_empty()
+            let mut shown = hidden.is_empty()
                 || walked.contains(p)
                 || (page.has_more && !is_hidden(ctx, hidden, *p, &mut hidden_memo)?);
+            if let (true, Some(filter)) = (shown, filter) {
+                shown = match found_memo.get(p) {
+                    Some(found) => *found,
+                    None => {
+                        let found = filter.matches(&git::commit::read_commit(ctx.repo, *p)?);
+                        found_memo.insert(*p, found);
+                        found
+                    }
+                };
+            }
             if shown {
                 drawn.push(*p);
             }
