@@ -390,3 +390,36 @@ fn range_and_search_graphs_are_cgits_on_short_pages() {
         assert_like_cgit_by(&server, &rc, url, graph_cells);
     }
 }
+
+#[test]
+fn date_ordered_graphs_are_gits() {
+    let dir = TempDir::new("graph-date");
+    let rc = dir.path().join("cgitrc");
+    std::fs::write(
+        &rc,
+        format!(
+            "virtual-root=/\nmax-commit-count=10000\ncommit-sort=date\n\
+             repo.url=t\nrepo.path={}\nrepo.enable-commit-graph=1\n",
+            TANGLE.bare.display()
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&rc);
+    let mut differs = false;
+    for path in ["", "shared.txt", "b2.txt"] {
+        let ours = page_graph(&server.page(&format!("/t/log/{path}")));
+        let mut args = vec!["--date-order", "main"];
+        if !path.is_empty() {
+            args.extend(["--", path]);
+        }
+        let theirs = git_graph(&TANGLE.work, &args);
+        differs |= theirs != git_graph(&TANGLE.work, &args[1..]);
+        assert_eq!(
+            show(&ours),
+            show(&theirs),
+            "{path}: - cgitd, + git:\n{}",
+            line_diff(&show(&ours), &show(&theirs))
+        );
+    }
+    assert!(differs, "the date order is not the topological one here");
+}

@@ -326,6 +326,8 @@ pub fn is_ancestor(
 /// simplified history goes on to.
 struct Walked {
     id: ObjectId,
+    /// Committer time.
+    time: u64,
     shown: bool,
     parents: Vec<ObjectId>,
 }
@@ -353,7 +355,7 @@ fn rewritten_path_query(
     let index: HashMap<ObjectId, usize> =
         walked.iter().enumerate().map(|(i, w)| (w.id, i)).collect();
     let mut page = Collector::new(q);
-    for i in topological(&walked, &index) {
+    for i in topological(&walked, &index, q.order == Order::Date) {
         if !walked[i].shown {
             continue;
         }
@@ -391,8 +393,9 @@ fn nearest_shown(
 }
 
 /// git's topological sort of a walked list (in walk order): a commit only after all its
-/// children, tips in walk order, and from a commit on, the parent made ready last first.
-fn topological(walked: &[Walked], index: &HashMap<ObjectId, usize>) -> Vec<usize> {
+/// children; of the commits ready, the newest (`by_date`, first made ready first among equal
+/// times) or else the one made ready last, tips in walk order.
+fn topological(walked: &[Walked], index: &HashMap<ObjectId, usize>, by_date: bool) -> Vec<usize> {
     // 1 + the children in the list not yet output; 0 once output
     let mut indegree = vec![1usize; walked.len()];
     for w in walked {
@@ -402,10 +405,22 @@ fn topological(walked: &[Walked], index: &HashMap<ObjectId, usize>) -> Vec<usize
             }
         }
     }
-    let mut stack: Vec<usize> = (0..walked.len()).filter(|i| indegree[*i] == 1).collect();
-    stack.reverse();
+    let mut ready = Ready {
+        by_date,
+        stack: Vec::new(),
+        heap: BinaryHeap::new(),
+        seq: 0,
+    };
+    let tips: Vec<usize> = (0..walked.len()).filter(|i| indegree[*i] == 1).collect();
+    if by_date {
+        for i in tips {
+            ready.put(walked, i);
+        }
+    } else {
+        ready.stack = tips.into_iter().rev().collect();
+    }
     let mut out = Vec::with_capacity(walked.len());
-    while let Some(i) = stack.pop() {
+    while let Some(i) = ready.get() {
         for p in &walked[i].parents {
             let Some(&j) = index.get(p) else { continue };
             if indegree[j] == 0 {
@@ -413,13 +428,41 @@ fn topological(walked: &[Walked], index: &HashMap<ObjectId, usize>) -> Vec<usize
             }
             indegree[j] -= 1;
             if indegree[j] == 1 {
-                stack.push(j);
+                ready.put(walked, j);
             }
         }
         indegree[i] = 0;
         out.push(i);
     }
     out
+}
+
+/// The commits ready to be listed in a topological sort: a stack, or newest first.
+struct Ready {
+    by_date: bool,
+    stack: Vec<usize>,
+    heap: BinaryHeap<(u64, std::cmp::Reverse<u64>, usize)>,
+    seq: u64,
+}
+
+impl Ready {
+    fn put(&mut self, walked: &[Walked], i: usize) {
+        if self.by_date {
+            self.seq += 1;
+            self.heap
+                .push((walked[i].time, std::cmp::Reverse(self.seq), i));
+        } else {
+            self.stack.push(i);
+        }
+    }
+
+    fn get(&mut self) -> Option<usize> {
+        if self.by_date {
+            self.heap.pop().map(|(_, _, i)| i)
+        } else {
+            self.stack.pop()
+        }
+    }
 }
 
 /// Feeds the ids the query selects (before filtering and paging), in order, to `sink` until it
@@ -720,7 +763,7 @@ impl<'r> PathWalk<'r> {
             if self.unchanged_from_first_parent(id, &node) {
                 self.entries.remove(&id);
                 self.push(node.parents[0])?;
-                self.note(id, false, vec![node.parents[0]]);
+                self.note(id, node.time, false, vec![node.parents[0]]);
                 continue;
             }
             let own = self.entry(id, node.tree)?;
@@ -740,7 +783,7 @@ impl<'r> PathWalk<'r> {
             match treesame_parent {
                 Some(parent) => {
                     self.push(parent)?;
-                    self.note(id, false, vec![parent]);
+                    self.note(id, node.time, false, vec![parent]);
                 }
                 None => {
                     // `push` leaves out parents outside the range
@@ -757,7 +800,7 @@ impl<'r> PathWalk<'r> {
                         .filter(|p| self.is_allowed(p))
                         .collect();
                     let shown = !(root_without_path || same_as_outside_only);
-                    self.note(id, shown, inside);
+                    self.note(id, node.time, shown, inside);
                     if !shown {
                         continue;
                     }
@@ -771,9 +814,14 @@ impl<'r> PathWalk<'r> {
         Ok(None)
     }
 
-    fn note(&mut self, id: ObjectId, shown: bool, parents: Vec<ObjectId>) {
+    fn note(&mut self, id: ObjectId, time: u64, shown: bool, parents: Vec<ObjectId>) {
         if let Some(record) = &mut self.record {
-            record.push(Walked { id, shown, parents });
+            record.push(Walked {
+                id,
+                time,
+                shown,
+                parents,
+            });
         }
     }
 
