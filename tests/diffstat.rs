@@ -130,3 +130,50 @@ fn a_cut_diff_counts_every_line() {
         assert_eq!(row_counts(&html), numstat, "{url}: no file is left as `?`");
     }
 }
+
+#[test]
+fn past_the_counting_budget_files_are_left_uncounted() {
+    use cgitd::git::diff::{self, DiffOptions, Limits};
+    let f = &*BIG;
+    let repo = gix::open(f.work.join(".git")).unwrap();
+    let id = |hex: &str| gix::ObjectId::from_hex(hex.as_bytes()).unwrap();
+    // room to render one file and to count about three more
+    let limits = Limits {
+        max_lines: 600,
+        max_bytes: 12_000,
+        count_bytes: 30_000,
+    };
+    let tree = diff::diff_commits(
+        &repo,
+        Some(id(&f.old)),
+        id(&f.new),
+        &DiffOptions::default(),
+        None,
+        limits,
+    )
+    .unwrap();
+    let numstat: Vec<(usize, usize)> = git(&f.work, &["diff", "--numstat", &f.old, &f.new])
+        .lines()
+        .map(|l| {
+            let mut parts = l.split('\t').map(|n| n.parse().unwrap_or(0));
+            (parts.next().unwrap(), parts.next().unwrap())
+        })
+        .collect();
+    assert_eq!(tree.files.len(), numstat.len());
+    let counted = tree.files.iter().filter(|f| f.counted).count();
+    assert!(
+        tree.not_shown() > 0 && tree.uncounted() > 0,
+        "both budgets run out"
+    );
+    assert!(
+        counted > tree.files.len() - tree.not_shown(),
+        "some cut files are counted"
+    );
+    for (file, (ins, del)) in tree.files.iter().zip(numstat) {
+        if file.counted {
+            assert_eq!((file.insertions, file.deletions), (ins, del));
+        } else {
+            assert_eq!((file.insertions, file.deletions), (0, 0));
+        }
+    }
+}
