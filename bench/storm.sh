@@ -153,44 +153,13 @@ print(f"person: {len(lat)} requests, p50 {pct(50):.1f} ms, p99 {pct(99):.1f} ms,
       f"not 200: {sum(bad.values())} {bad if bad else ''}".rstrip())
 PY
 
-cat > "$STATE/rss.py" <<'PY'
-import os, sys, time
-pid, dur = int(sys.argv[1]), float(sys.argv[2])
-def tree(p):
-    out = [p]
-    try:
-        for t in os.listdir(f"/proc/{p}/task"):
-            with open(f"/proc/{p}/task/{t}/children") as f:
-                for c in f.read().split():
-                    out += tree(int(c))
-    except OSError:
-        pass
-    return out
-def rss_anon(p):
-    try:
-        with open(f"/proc/{p}/status") as f:
-            for line in f:
-                if line.startswith("RssAnon:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-peak, procs, end = 0, 0, time.monotonic() + dur
-while time.monotonic() < end:
-    ps = tree(pid)
-    total = sum(rss_anon(p) for p in ps)
-    if total > peak:
-        peak, procs = total, len(ps)
-    time.sleep(0.1)
-print(f"peak RssAnon: {peak / 1024:.1f} MiB ({procs} process{'es' if procs != 1 else ''} at the peak)")
-PY
 
 storm() {
     local name=$1 port=$2 pid=$3 p
     for p in $PERSON; do curl -s -o /dev/null --max-time 60 "http://127.0.0.1:$port$p"; done
     echo
     echo "== $name (pid $pid): $CONNS connections of expensive URLs for ${DUR}s; person every 100 ms"
-    python3 "$STATE/rss.py" "$pid" "$((DUR + 1))" > "$STATE/$name.rss" &
+    python3 bench/peak-rss.py "$pid" "$((DUR + 1))" > "$STATE/$name.rss" &
     local rss=$!
     wrk -t2 -c"$CONNS" -d"${DUR}s" --timeout 10s -s "$STATE/flood.lua" "http://127.0.0.1:$port" > "$STATE/$name.wrk" 2>&1 &
     local flood=$!
@@ -200,6 +169,9 @@ storm() {
     grep '^flood:' "$STATE/$name.wrk" || { echo "flood: wrk failed:"; cat "$STATE/$name.wrk"; }
     wait "$rss" || true
     cat "$STATE/$name.rss"
+    # One second after the flood: back to idle speed?
+    sleep 1
+    python3 "$STATE/person.py" "$port" 3 $PERSON | sed 's/^person:/after the flood (3 s):/'
 }
 
 echo "repository: $REPO ($(g rev-list --count HEAD) commits on HEAD, $(wc -l < "$STATE/tags.txt") tags, $(wc -l < "$STATE/files.txt") files)"

@@ -80,6 +80,32 @@ pub fn run(
         .map_err(|_| format!("reading filter {program} failed"))
 }
 
+/// What is wrong with the filter programs a configuration names: missing, not a file or not
+/// executable — each program once, with how many repositories use it.
+pub fn program_problems(config: &crate::config::Config) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut users: std::collections::BTreeMap<&str, usize> = Default::default();
+    for repo in &config.repos {
+        for program in repo.opts.filters().filter_map(exec_program) {
+            *users.entry(program).or_default() += 1;
+        }
+    }
+    users
+        .into_iter()
+        .filter_map(|(program, repos)| {
+            let problem = match std::fs::metadata(program) {
+                Err(e) => format!("cannot be run ({e})"),
+                Ok(m) if !m.is_file() => "is not a file".to_string(),
+                Ok(m) if m.permissions().mode() & 0o111 == 0 => "is not executable".to_string(),
+                Ok(_) => return None,
+            };
+            Some(format!(
+                "filter {program} {problem}; {repos} repositories use it"
+            ))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,5 +117,32 @@ mod tests {
         assert_eq!(exec_program("exec:/bin/x"), Some("/bin/x"));
         assert_eq!(exec_program("lua:/x.lua"), None);
         assert!(run("/nonexistent/filter", &[], &[], b"").is_err());
+    }
+
+    #[test]
+    fn missing_and_non_executable_programs_are_reported_once() {
+        let dir = std::env::temp_dir().join(format!("cgitd-filter-check-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let plain = dir.join("plain.sh");
+        std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+        let text = format!(
+            "source-filter=/nonexistent/highlight\ncommit-filter=exec:{}\nemail-filter=/bin/sh\n\
+             repo.url=a\nrepo.path=/a\nrepo.url=b\nrepo.path=/b\n",
+            plain.display()
+        );
+        let problems = program_problems(&crate::config::Config::from_text(&text, "t"));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("/nonexistent/highlight cannot be run")
+                    && p.contains("2 repositories"))
+        );
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("plain.sh is not executable"))
+        );
     }
 }

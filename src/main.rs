@@ -209,6 +209,9 @@ fn check_config(file: &std::path::Path) -> ExitCode {
     for d in &config.diagnostics {
         println!("{d}");
     }
+    for problem in cgitd::filter::program_problems(&config) {
+        println!("warning: {problem}");
+    }
     if let Some(why) = config.refusal() {
         println!("error: {why}");
         return ExitCode::FAILURE;
@@ -282,7 +285,7 @@ fn render(url: &str, arg: &ConfigArg) -> ExitCode {
     let _ = writeln!(out);
     let written = match response.body {
         pages::Body::Full(bytes) => out.write_all(&bytes),
-        pages::Body::File { file, len } => pages::copy_file(&file, len, &mut out),
+        pages::Body::File { file, offset, len } => pages::copy_file(&file, offset, len, &mut out),
     };
     if let Err(e) = written.and_then(|()| out.flush()) {
         eprintln!("cgitd: writing the body: {e}");

@@ -226,3 +226,99 @@ fn clone_urls_are_404_when_disabled() {
     }
     assert_eq!(server.get("/packed/").status, 200);
 }
+
+#[test]
+fn a_fetch_resumes_a_partial_pack_download() {
+    let site = build_site("metrics-path=/metrics\n");
+    let server = Server::start(&site.rc);
+    let packs = site.root.join("packed.git/objects/pack");
+    let pack = std::fs::read_dir(&packs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "pack"))
+        .expect("a pack");
+    let bytes = std::fs::read(&pack).unwrap();
+    let dir = TempDir::new("resume");
+    let dest = dir.path().join("dest.git");
+    git(dir.path(), &["init", "-q", "--bare", "dest.git"]);
+    // What an interrupted download leaves behind: the first part of the pack.
+    let temp = dest.join("objects/pack").join(format!(
+        "{}.temp",
+        pack.file_name().unwrap().to_str().unwrap()
+    ));
+    std::fs::write(&temp, &bytes[..bytes.len() / 2]).unwrap();
+    let out = git_command(
+        &dest,
+        &[
+            "fetch",
+            "-q",
+            &format!("http://{}/packed", server.addr),
+            "+refs/heads/*:refs/heads/*",
+            "+refs/tags/*:refs/tags/*",
+        ],
+    )
+    .env("GIT_TERMINAL_PROMPT", "0")
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "resumed fetch failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    git(&dest, &["fsck", "--full", "--strict", "--no-dangling"]);
+    let metrics = server.page("/metrics");
+    assert!(
+        metrics.contains("cgitd_requests_total{page=\"objects\",status=\"206\"} 1"),
+        "git asked for the rest of the pack only: {metrics}"
+    );
+}
+
+#[test]
+fn byte_ranges_of_plain_files_and_snapshots() {
+    let site = build_site("snapshots=tar\n");
+    let server = Server::start(&site.rc);
+    let whole = server.get("/packed/plain/src/main.rs");
+    assert_eq!(whole.status, 200);
+    assert_eq!(whole.header("Accept-Ranges"), Some("bytes"));
+    let part = server.request(
+        "GET",
+        "/packed/plain/src/main.rs",
+        &[("Range", "bytes=3-6")],
+    );
+    assert_eq!(part.status, 206);
+    assert_eq!(part.header("Content-Range"), Some("bytes 3-6/13"));
+    assert_eq!(part.body, b"main");
+    let tail = server.request(
+        "GET",
+        "/packed/plain/src/main.rs",
+        &[("Range", "bytes=-2"), ("Accept-Encoding", "gzip")],
+    );
+    assert_eq!((tail.status, tail.body.as_slice()), (206, &b"}\n"[..]));
+    let past = server.request(
+        "GET",
+        "/packed/plain/src/main.rs",
+        &[("Range", "bytes=99-")],
+    );
+    assert_eq!(past.status, 416);
+    assert_eq!(past.header("Content-Range"), Some("bytes */13"));
+    let tar = server.get("/packed/snapshot/packed-v1.0.tar");
+    assert_eq!(tar.status, 200);
+    let etag = tar.header("ETag").unwrap().to_string();
+    let resumed = server.request(
+        "GET",
+        "/packed/snapshot/packed-v1.0.tar",
+        &[("Range", "bytes=1000-"), ("If-Range", &etag)],
+    );
+    assert_eq!(resumed.status, 206);
+    assert_eq!(resumed.body, tar.body[1000..]);
+    let changed = server.request(
+        "GET",
+        "/packed/snapshot/packed-v1.0.tar",
+        &[("Range", "bytes=1000-"), ("If-Range", "\"something else\"")],
+    );
+    assert_eq!(
+        changed.status, 200,
+        "If-Range that does not match sends it whole"
+    );
+    assert_eq!(changed.body, tar.body);
+}

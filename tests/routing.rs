@@ -77,3 +77,54 @@ fn static_files_are_served() {
     );
     assert_eq!(server.get("/favicon.ico").status, 200);
 }
+
+#[test]
+fn an_operators_static_directory_is_served_safely() {
+    let dir = TempDir::new("static-dir");
+    let theme = dir.path().join("theme");
+    write(&theme, "cgit.css", "body { color: red }\n");
+    write(&theme, "img/logo.png", b"\x89PNG\r\n\x1a\n");
+    write(dir.path(), "secret.txt", "not for the web\n");
+    std::os::unix::fs::symlink(dir.path().join("secret.txt"), theme.join("link.txt")).unwrap();
+    let rc = dir.path().join("cgitrc");
+    std::fs::write(
+        &rc,
+        format!(
+            "static-url=/cgit-css/\nstatic-dir={}\nrepo.url=bare\nrepo.path={}\n",
+            theme.display(),
+            SITE.root.join("bare.git").display()
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&rc);
+    let css = server.get("/cgit-css/cgit.css");
+    assert_eq!(css.status, 200);
+    assert_eq!(css.header("Content-Type"), Some("text/css"));
+    assert_eq!(css.header("Cache-Control"), Some("public, max-age=86400"));
+    assert_eq!(css.text(), "body { color: red }\n");
+    let png = server.get("/cgit-css/img/logo.png");
+    assert_eq!(
+        (png.status, png.header("Content-Type")),
+        (200, Some("image/png"))
+    );
+    assert_eq!(
+        server.get("/cgit-css/link.txt").status,
+        403,
+        "no symbolic link is followed"
+    );
+    for refused in [
+        "/cgit-css/../secret.txt",
+        "/cgit-css/img",
+        "/cgit-css/",
+        "/cgit-css/nope.css",
+    ] {
+        let r = server.get(refused);
+        assert_eq!(r.status, 404, "{refused}");
+        assert!(!r.text().contains("not for the web"));
+    }
+    assert_eq!(
+        server.get("/bare/").status,
+        200,
+        "repositories are still served"
+    );
+}

@@ -22,6 +22,14 @@ static REPO: LazyLock<PathBuf> = LazyLock::new(|| {
     work
 });
 
+/// The value of one metric line, e.g. `cgitd_git_jobs_running{class="expensive"}`.
+fn metric(server: &Server, name: &str) -> f64 {
+    let text = server.page("/metrics");
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
+}
+
 /// A served repository whose blame pages block until [`Gated::open`].
 struct Gated {
     dir: TempDir,
@@ -82,12 +90,8 @@ impl Gated {
         std::fs::write(self.dir.path().join("gate"), "").unwrap();
     }
 
-    /// The value of one metric line, e.g. `cgitd_git_jobs_running{class="expensive"}`.
     fn metric(&self, name: &str) -> f64 {
-        let text = self.server.page("/metrics");
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-            .unwrap_or(0.0)
+        metric(&self.server, name)
     }
 
     /// Waits until `what` holds (the test fails after a minute).
@@ -267,4 +271,98 @@ fn expensive_results_are_kept_by_ids_for_every_fork() {
         let rows = |html: &str| html.matches("<tr").count();
         assert_eq!(rows(&first), rows(&again), "{url}");
     }
+}
+
+#[test]
+fn a_walk_cut_off_by_its_budget_says_so_and_links_onward() {
+    let dir = TempDir::new("sched-budget");
+    let work = dir.path().join("w");
+    init_repo(&work);
+    for i in 0..12 {
+        write(&work, "n.txt", format!("{i}\n"));
+        commit_all(&work, &format!("change {i}"), "2024-01-02T03:04:05Z");
+    }
+    let rc = dir.path().join("cgitrc");
+    std::fs::write(
+        &rc,
+        format!(
+            "metrics-path=/metrics\nwalk-budget=5\nrepo.url=r\nrepo.path={}\n",
+            work.display()
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&rc);
+    let r = server.get("/r/log/?qt=grep&q=nomatch");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("Cache-Control"), Some("no-cache"));
+    let html = r.text();
+    assert!(html.contains("The history search stopped early"), "{html}");
+    let onward = hrefs(&html)
+        .into_iter()
+        .find(|h| h.contains("q=nomatch") && h.contains("id="))
+        .expect("a link to search on");
+    let next = server.get(&onward.replace("&amp;", "&"));
+    assert_eq!(next.status, 200);
+    assert!(
+        next.text().contains("stopped early"),
+        "the next five commits"
+    );
+    let further = hrefs(&next.text())
+        .into_iter()
+        .find(|h| h.contains("q=nomatch") && h.contains("id="))
+        .expect("a link to search on again");
+    assert_ne!(further, onward, "each page goes on from further back");
+    let found = server.page("/r/log/?qt=grep&q=change+11");
+    assert!(
+        found.contains("change 11"),
+        "what the budget reached is listed"
+    );
+    let metrics = server.page("/metrics");
+    assert!(
+        metrics.contains("cgitd_budget_cutoffs_total 3"),
+        "{metrics}"
+    );
+}
+
+#[test]
+fn a_commit_graph_makes_path_limited_and_deep_logs_cheap() {
+    let dir = copy_of(REPO.parent().unwrap(), "sched-graph");
+    let work = dir.path().join("work");
+    let rc = dir.path().join("cgitrc");
+    let text = format!(
+        "metrics-path=/metrics\nrepo.url=r\nrepo.path={}\n",
+        work.display()
+    );
+    std::fs::write(&rc, text).unwrap();
+    let ran = |server: &Server, class: &str| {
+        metric(
+            server,
+            &format!("cgitd_git_job_queue_wait_seconds_count{{class=\"{class}\"}}"),
+        )
+    };
+    let urls = ["/r/log/f0.txt", "/r/log/?ofs=1000", "/r/atom/f0.txt"];
+    let server = Server::start(&rc);
+    for url in urls {
+        server.page(url);
+    }
+    assert_eq!(
+        ran(&server, "expensive"),
+        3.0,
+        "no commit-graph: all expensive"
+    );
+    drop(server);
+    git(
+        &work,
+        &["commit-graph", "write", "--reachable", "--changed-paths"],
+    );
+    let server = Server::start(&rc);
+    for url in urls {
+        server.page(url);
+    }
+    assert_eq!(
+        ran(&server, "expensive"),
+        0.0,
+        "with changed-path filters: all cheap"
+    );
+    assert_eq!(ran(&server, "cheap"), 3.0);
 }

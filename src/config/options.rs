@@ -187,6 +187,11 @@ pub struct Globals {
     pub trusted_proxies: Vec<IpNet>,
     /// cgitd: one access-log line for every this-many requests (0: none).
     pub access_log_sample: u64,
+    /// cgitd: a directory of the operator's static files, served under `static_url`.
+    pub static_dir: Option<PathBuf>,
+    pub static_url: String,
+    /// cgitd: commits a search, path-limited log or stats page may look at (0: 200,000).
+    pub walk_budget: usize,
     pub defaults: RepoDefaults,
 }
 
@@ -268,6 +273,9 @@ impl Default for Globals {
             scheduling: Scheduling::default(),
             trusted_proxies: Vec::new(),
             access_log_sample: 0,
+            walk_budget: 0,
+            static_dir: None,
+            static_url: "/static/".into(),
             patch_signature: concat!("cgitd ", env!("CARGO_PKG_VERSION")).into(),
             defaults: RepoDefaults {
                 logo: Some("/cgit.png".into()),

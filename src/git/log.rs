@@ -20,12 +20,15 @@ const MAX_VISITS: usize = 200_000;
 const MAX_WALK_TIME: Duration = Duration::from_secs(4);
 
 /// One page of history.
+#[derive(Default)]
 pub struct LogPage {
     pub commits: Vec<CommitInfo>,
     /// Whether another commit follows the page.
     pub has_more: bool,
     /// The walk hit its time or visit budget: later matches may exist.
     pub stopped_early: bool,
+    /// When it stopped early: the last commit it looked at, where a walk can go on from.
+    pub resume_from: Option<ObjectId>,
 }
 
 /// Commit ids of a history walk (in walk order), kept so that deeper pages of the same walk
@@ -202,6 +205,8 @@ pub struct LogQuery<'a> {
     pub since: Option<i64>,
     pub skip: usize,
     pub count: usize,
+    /// Commits a searching or path-limited walk may look at (0: [`MAX_VISITS`]).
+    pub visits: usize,
     /// For a graph of a path's history (`git log --graph -- path`): the simplified history
     /// in topological order, each commit's parents rewritten to its nearest listed ancestors.
     pub rewrite_parents: bool,
@@ -258,7 +263,7 @@ pub fn query(repo: &gix::Repository, q: &LogQuery<'_>) -> Result<LogPage, GitErr
     if let (Some(walks), None) = (q.walks, &q.filter) {
         return cached_query(repo, q, walks);
     }
-    let mut budget = Budget::new();
+    let mut budget = Budget::new(q.visits);
     let mut page = Collector::new(q);
     for_each_id(repo, q, &mut budget, |id| page.offer(repo, id))?;
     page.stopped_early = budget.exhausted;
@@ -283,7 +288,7 @@ fn cached_query(
         Some(w) if w.complete || w.ids.len() >= need => w,
         previous => {
             let target = need.max(previous.map_or(0, |w| w.ids.len() * 2));
-            let mut budget = Budget::new();
+            let mut budget = Budget::new(q.visits);
             let mut ids = Vec::with_capacity(target.min(MAX_VISITS));
             for_each_id(repo, q, &mut budget, |id| {
                 ids.push(id);
@@ -306,6 +311,7 @@ fn cached_query(
         commits,
         has_more: walk.ids.len() > q.skip + q.count,
         stopped_early: !walk.complete && walk.ids.len() < need,
+        resume_from: None,
     })
 }
 
@@ -339,7 +345,7 @@ fn rewritten_path_query(
     q: &LogQuery<'_>,
     path: &BStr,
 ) -> Result<LogPage, GitError> {
-    let mut budget = Budget::new();
+    let mut budget = Budget::new(q.visits);
     let allowed = if q.hidden.is_empty() {
         None
     } else {
@@ -568,9 +574,10 @@ struct Budget {
 }
 
 impl Budget {
-    fn new() -> Budget {
+    /// A budget of `visits` commits (0: [`MAX_VISITS`]) and [`MAX_WALK_TIME`].
+    fn new(visits: usize) -> Budget {
         Budget {
-            visits: MAX_VISITS,
+            visits: if visits == 0 { MAX_VISITS } else { visits },
             deadline: Instant::now() + MAX_WALK_TIME,
             exhausted: false,
         }
@@ -597,6 +604,7 @@ struct Collector<'q> {
     commits: Vec<CommitInfo>,
     has_more: bool,
     stopped_early: bool,
+    last_offered: Option<ObjectId>,
 }
 
 impl<'q> Collector<'q> {
@@ -609,6 +617,7 @@ impl<'q> Collector<'q> {
             commits: Vec::with_capacity(q.count.min(1000)),
             has_more: false,
             stopped_early: false,
+            last_offered: None,
         }
     }
 
@@ -633,6 +642,7 @@ impl<'q> Collector<'q> {
         id: ObjectId,
         parents: Option<Vec<ObjectId>>,
     ) -> Result<bool, GitError> {
+        self.last_offered = Some(id);
         if self.filter.is_none() && self.since.is_none() && self.skip > 0 {
             self.skip -= 1;
             return Ok(false);
@@ -658,10 +668,12 @@ impl<'q> Collector<'q> {
     }
 
     fn finish(self) -> LogPage {
+        let stopped_early = self.stopped_early && !self.has_more;
         LogPage {
             commits: self.commits,
             has_more: self.has_more,
-            stopped_early: self.stopped_early && !self.has_more,
+            stopped_early,
+            resume_from: self.last_offered.filter(|_| stopped_early),
         }
     }
 }

@@ -3,8 +3,10 @@
 
 mod client;
 mod metrics;
+mod range;
 pub mod scheduler;
 pub mod single_flight;
+mod static_dir;
 mod stream;
 
 use crate::config::{Config, Scheduling};
@@ -119,9 +121,14 @@ impl App {
 /// The router: every path goes through [`handle`]; responses are compressed when the client
 /// accepts it, except archives and git's own files, which are compressed already.
 pub fn router(app: Arc<App>) -> axum::Router {
+    // A byte range counts bytes of the uncompressed body: it is sent as it is.
+    let whole = |status: StatusCode, _, _: &axum::http::HeaderMap, _: &axum::http::Extensions| {
+        status != StatusCode::PARTIAL_CONTENT
+    };
     let compressible = DefaultPredicate::new()
         .and(NotForContentType::const_new("application/octet-stream"))
-        .and(NotForContentType::const_new("application/x-"));
+        .and(NotForContentType::const_new("application/x-"))
+        .and(whole);
     axum::Router::new()
         .fallback(handle)
         .layer(CompressionLayer::new().compress_when(compressible))
@@ -136,6 +143,9 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     let uri = request.uri();
     if let Some(response) = static_file(&site, uri.path()) {
         return response;
+    }
+    if let Some(page) = static_dir::serve(&site, uri.path()) {
+        return to_http(page, ());
     }
     if site.config.globals.metrics_path.as_deref() == Some(uri.path()) {
         let mut response = Response::new(Body::from(app.metrics.render()));
@@ -166,14 +176,22 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         .map_or(std::net::Ipv4Addr::LOCALHOST.into(), |c| c.0.ip());
     let forwarded = header_text(header::HeaderName::from_static("x-forwarded-for"));
     let client = client::client_addr(peer, forwarded, &site.config.globals.trusted_proxies);
-    let page_label = req.page.row().metric_label;
+    let page_kind = req.page;
+    let page_label = page_kind.row().metric_label;
     let class = pages::cost_class(&site, &req);
     let target = req.target.clone();
     let rendered = render_scheduled(&app, &site, req, class, client::client_key(client)).await;
-    let (page, waited, ran) = match rendered {
+    let (mut page, waited, ran) = match rendered {
         Ok((page, waited, ran)) => (Arc::unwrap_or_clone(page), waited, ran),
         Err(shed) => (shed_page(&site, shed), Duration::ZERO, Duration::ZERO),
     };
+    if range::accepts_ranges(page_kind) {
+        page = range::apply(
+            page,
+            header_text(header::RANGE),
+            header_text(header::IF_RANGE),
+        );
+    }
     app.metrics
         .observe(page_label, page.status, started.elapsed().as_secs_f64());
     app.access_log(&site, client, class, &target, &page, waited, ran);
@@ -267,7 +285,7 @@ impl App {
 pub fn to_http(page: pages::Response, hold: impl Send + 'static) -> Response {
     let body = match page.body {
         pages::Body::Full(bytes) => Body::from(bytes),
-        pages::Body::File { file, len } => stream::spawn(file, len, hold),
+        pages::Body::File { file, offset, len } => stream::spawn(file, offset, len, hold),
     };
     let mut response = Response::new(body);
     *response.status_mut() = StatusCode::from_u16(page.status).unwrap_or(StatusCode::OK);

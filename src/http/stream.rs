@@ -18,9 +18,14 @@ const CHANNEL_CHUNKS: usize = 4;
 /// How long a writer waits for a client that does not read before it gives up.
 const STALL_LIMIT: Duration = Duration::from_secs(60);
 
-/// Starts sending the first `len` bytes of `file` from the blocking pool and returns the body
+/// Starts sending `len` bytes of `file` from `offset`, from the blocking pool, and returns the body
 /// that carries them. `hold` (a permit) lives as long as the sending does.
-pub fn spawn(file: Arc<File>, len: u64, hold: impl Send + 'static) -> axum::body::Body {
+pub fn spawn(
+    file: Arc<File>,
+    offset: u64,
+    len: u64,
+    hold: impl Send + 'static,
+) -> axum::body::Body {
     let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
     let runtime = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
@@ -30,8 +35,8 @@ pub fn spawn(file: Arc<File>, len: u64, hold: impl Send + 'static) -> axum::body
             buf: Vec::with_capacity(CHUNK_BYTES),
             runtime,
         };
-        let result =
-            crate::pages::copy_file(&file, len, &mut sink).and_then(|()| sink.send_pending());
+        let result = crate::pages::copy_file(&file, offset, len, &mut sink)
+            .and_then(|()| sink.send_pending());
         if let Err(e) = result {
             tracing::warn!("streamed response aborted: {e}");
             // The client sees a truncated transfer instead of a complete-looking body.

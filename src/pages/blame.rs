@@ -84,6 +84,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     frame.title = frame::page_title(ctx, "blame", Some(&shared::path_title(path)));
     let mut response = Response::html(frame::wrap(ctx.site, &frame, &view)?);
     if let BlameBody::Unfinished = view.body {
+        ctx.site.cutoffs.inc();
         // A later request may finish; caches must not keep the partial page.
         response.headers.push(("Cache-Control", "no-cache".into()));
     }

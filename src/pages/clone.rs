@@ -100,6 +100,7 @@ fn send_file(ctx: &RepoCtx<'_>, rel: &[&str]) -> Result<Response, PageError> {
         ],
         body: Body::File {
             file: Arc::new(file),
+            offset: 0,
             len,
         },
     })

@@ -2,6 +2,7 @@
 //! parameters and what is known of the repository without reading objects.
 
 use super::{PageRequest, Site};
+use crate::git::commit_graph::BloomFilters;
 use crate::request::Page;
 use crate::request::page::{BaseCost, CostClass};
 
@@ -29,24 +30,34 @@ fn depends(site: &Site, req: &PageRequest) -> CostClass {
     match req.page {
         Page::Log => {
             let searched = q.q.is_some() || q.follow;
-            let filtered = req.path.is_some() && !has_commit_graph(site, req);
+            let filtered = req.path.is_some() && !has_path_filters(site, req);
             let deep = q.ofs > CHEAP_LOG_OFFSET && !has_commit_graph(site, req);
             expensive_if(searched || filtered || deep)
         }
-        Page::Atom => expensive_if(req.path.is_some() && !has_commit_graph(site, req)),
+        Page::Atom => expensive_if(req.path.is_some() && !has_path_filters(site, req)),
         // A range of up to a thousand mails, each diffed.
         Page::Patch => expensive_if(q.id2.is_some()),
         _ => CostClass::Cheap,
     }
 }
 
-/// Whether the repository has a commit-graph with changed-path filters: history walks then
-/// read no commits they skip, and path-limited walks no trees.
+/// Whether the repository's commit-graph has changed-path filters: path-limited walks then
+/// read no trees for commits that do not touch the path.
+fn has_path_filters(site: &Site, req: &PageRequest) -> bool {
+    repo_state(site, req).is_some_and(|state| state.bloom().is_some())
+}
+
+/// Whether the repository has a commit-graph: deep history walks then read no commits.
 fn has_commit_graph(site: &Site, req: &PageRequest) -> bool {
-    req.repo
-        .as_deref()
-        .and_then(|url| site.repos.get(url))
-        .is_some_and(|state| state.bloom().is_some())
+    repo_state(site, req).is_some_and(|state| {
+        BloomFilters::sources(state.git_dir())
+            .iter()
+            .any(|file| file.is_file())
+    })
+}
+
+fn repo_state<'s>(site: &'s Site, req: &PageRequest) -> Option<&'s crate::repos::RepoState> {
+    site.repos.get(req.repo.as_deref()?).map(|state| &**state)
 }
 
 #[cfg(test)]

@@ -96,16 +96,36 @@ impl From<askama::Error> for PageError {
     }
 }
 
-/// The error and each of its sources, as one log line.
+/// The error and each of its sources, as one log line (a source that only repeats the
+/// message before it is left out).
 pub fn chain(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
+    let mut last = text.clone();
     let mut source = err.source();
     while let Some(e) = source {
-        text.push_str(": ");
-        text.push_str(&e.to_string());
+        let message = e.to_string();
+        if message != last {
+            text.push_str(": ");
+            text.push_str(&message);
+        }
+        last = message;
         source = e.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_errors_log_their_causes_and_show_none() {
+        let io = std::io::Error::other("disk on fire");
+        let err = PageError::internal("reading the repository", GitError::internal(io));
+        assert_eq!(chain(&err), "reading the repository: disk on fire");
+        assert_eq!(err.status(), 500);
+        assert!(!err.message().contains("disk"));
+    }
 }
 
 #[derive(Template)]

@@ -94,6 +94,8 @@ struct Log {
     prev: Option<String>,
     next: Option<String>,
     stopped_early: bool,
+    /// Where a search that stopped early goes on from.
+    resume_href: Option<String>,
 }
 
 pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
@@ -110,12 +112,11 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let query = build_query(ctx, show_graph, count)?;
     let page = match &query {
         Some(q) => query_kept(ctx, q)?,
-        None => git::LogPage {
-            commits: Vec::new(),
-            has_more: false,
-            stopped_early: false,
-        },
+        None => git::LogPage::default(),
     };
+    if page.stopped_early {
+        ctx.site.cutoffs.inc();
+    }
     let mut counter = Counter::default();
     let mut lanes = graph::Graph::default();
     // a range hides commits: the graph draws no line to a hidden parent
@@ -218,6 +219,14 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
             .href(ctx, path.map(|p| p.as_bytes()))
         }),
         stopped_early: page.stopped_early,
+        resume_href: page.resume_from.map(|id| {
+            LogArgs {
+                id: Some(id.to_string()),
+                ofs: 0,
+                ..args.clone()
+            }
+            .href(ctx, path.map(|p| p.as_bytes()))
+        }),
     };
     let mut frame = Frame::repo(ctx, "log");
     if let Some(p) = path {
@@ -232,7 +241,12 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         let label = if toggled.follow { "follow" } else { "unfollow" };
         frame.follow_toggle = Some((label, toggled.href(ctx, path.map(|p| p.as_bytes()))));
     }
-    Ok(Response::html(frame::wrap(ctx.site, &frame, &body)?))
+    let mut response = Response::html(frame::wrap(ctx.site, &frame, &body)?);
+    if body.stopped_early {
+        // A later walk may get further; caches must not keep the partial page.
+        response.headers.push(("Cache-Control", "no-cache".into()));
+    }
+    Ok(response)
 }
 
 /// Whether a range's hidden commits reach `id` (remembered in `memo`).
@@ -342,7 +356,7 @@ fn query_kept(ctx: &RepoCtx<'_>, q: &LogQuery<'_>) -> Result<git::LogPage, PageE
     Ok(git::LogPage {
         commits,
         has_more,
-        stopped_early: false,
+        ..git::LogPage::default()
     })
 }
 
@@ -397,6 +411,7 @@ fn build_query<'a>(
         since: None,
         skip: if show_graph { 0 } else { skip },
         count: if show_graph { skip + count } else { count },
+        visits: ctx.site.config.globals.walk_budget,
         rewrite_parents: show_graph,
     }))
 }

@@ -13,7 +13,7 @@ mod error;
 mod esi;
 mod index;
 mod log;
-mod parts;
+pub mod parts;
 mod patch;
 mod plain;
 mod rawdiff;
@@ -57,14 +57,18 @@ pub struct Response {
     pub body: Body,
 }
 
-/// A response body: rendered into one buffer (every page), or the first `len` bytes of a file
+/// A response body: rendered into one buffer (every page), or `len` bytes of a file from `offset`
 /// (snapshots written to a temporary file, git's own files for dumb-HTTP clones), which is sent
 /// after the page's git work is done, so a slow client never holds a git worker. Both can be
 /// shared by several responses.
 #[derive(Clone)]
 pub enum Body {
     Full(bytes::Bytes),
-    File { file: Arc<std::fs::File>, len: u64 },
+    File {
+        file: Arc<std::fs::File>,
+        offset: u64,
+        len: u64,
+    },
 }
 
 impl Body {
@@ -92,18 +96,19 @@ impl std::fmt::Debug for Body {
     }
 }
 
-/// Copies the first `len` bytes of `file` to `out`, reading at offsets so that several
+/// Copies `len` bytes of `file` from `offset` to `out`, reading at offsets so that several
 /// responses can send one file at once.
 pub fn copy_file(
     file: &std::fs::File,
+    offset: u64,
     len: u64,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
     let mut buf = vec![0; 64 << 10];
-    let mut offset = 0;
-    while offset < len {
-        let want = buf.len().min((len - offset) as usize);
+    let (mut offset, end) = (offset, offset + len);
+    while offset < end {
+        let want = buf.len().min((end - offset) as usize);
         let n = file.read_at(&mut buf[..want], offset)?;
         if n == 0 {
             return Err(std::io::Error::other("file shrank while it was sent"));

@@ -52,6 +52,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         ],
         body: Body::File {
             file: Arc::new(file),
+            offset: 0,
             len,
         },
     })

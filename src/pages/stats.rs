@@ -80,6 +80,9 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let now_number = period.number(ctx.now);
     let first = now_number - (PERIODS_SHOWN as i64 - 1);
     let (mut authors, stopped_early) = authors_kept(ctx, path, period, first)?;
+    if stopped_early {
+        ctx.site.cutoffs.inc();
+    }
     let mut totals = Row::new("Total".into());
     for row in &authors {
         totals.add(row);
@@ -128,7 +131,12 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
             ctx.links().page("stats", prefix, Some(&ctx.head), &[])
         });
     }
-    Ok(Response::html(frame::wrap(ctx.site, &frame, &body)?))
+    let mut response = Response::html(frame::wrap(ctx.site, &frame, &body)?);
+    if body.stopped_early {
+        // A later walk may get further; caches must not keep the partial page.
+        response.headers.push(("Cache-Control", "no-cache".into()));
+    }
+    Ok(response)
 }
 
 /// The period `period=` asks for (week when absent); cgit reads only its first character.
@@ -162,6 +170,7 @@ fn authors_kept(
                 bloom: ctx.state.bloom(),
                 since: Some(period.start(first)),
                 count: MAX_COMMITS,
+                visits: ctx.site.config.globals.walk_budget,
                 ..LogQuery::default()
             },
         )?;

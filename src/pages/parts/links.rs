@@ -8,16 +8,19 @@ fn always_escaped(b: u8) -> bool {
     b <= 0x20 || b >= 0x7f || b"\"#%'<=>?\\^`{|}".contains(&b)
 }
 
-/// cgit's URL-path escaper: `+` and `&` stay as they are.
-pub fn escape_path(bytes: &[u8]) -> String {
-    if let Ok(plain) = std::str::from_utf8(bytes)
-        && !bytes.iter().any(|&b| always_escaped(b))
-    {
-        return plain.to_string();
-    }
-    let mut out = String::with_capacity(bytes.len());
-    for &b in bytes {
-        if always_escaped(b) {
+/// `bytes` with every byte `escaped` says so written as `%xx` (and, for arguments, space as
+/// `+`); bytes that need nothing (ids, most paths) are copied in one go.
+fn escape_with(bytes: &[u8], escaped: impl Fn(u8) -> bool, space_as_plus: bool) -> String {
+    let Some(first) = bytes.iter().position(|&b| escaped(b)) else {
+        // Only ASCII below 0x7f is left unescaped, so this is UTF-8.
+        return String::from_utf8_lossy(bytes).into_owned();
+    };
+    let mut out = String::with_capacity(bytes.len() + 16);
+    out.push_str(&String::from_utf8_lossy(&bytes[..first]));
+    for &b in &bytes[first..] {
+        if space_as_plus && b == b' ' {
+            out.push('+');
+        } else if escaped(b) {
             let _ = write!(out, "%{b:02x}");
         } else {
             out.push(b as char);
@@ -26,19 +29,14 @@ pub fn escape_path(bytes: &[u8]) -> String {
     out
 }
 
+/// cgit's URL-path escaper: `+` and `&` stay as they are.
+pub fn escape_path(bytes: &[u8]) -> String {
+    escape_with(bytes, always_escaped, false)
+}
+
 /// cgit's URL-argument escaper: space becomes `+`; `+` and `&` are escaped.
 pub fn escape_arg(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len());
-    for &b in bytes {
-        if b == b' ' {
-            out.push('+');
-        } else if always_escaped(b) || b == b'+' || b == b'&' {
-            let _ = write!(out, "%{b:02x}");
-        } else {
-            out.push(b as char);
-        }
-    }
-    out
+    escape_with(bytes, |b| always_escaped(b) || b == b'+' || b == b'&', true)
 }
 
 /// Builds links for one repository under one virtual root.

@@ -1,0 +1,127 @@
+#!/bin/bash
+# A crawler that never asks for the same URL twice, cgit and cgitd in the same run.
+#
+# Serves one repository with a release cgitd and with Debian's cgit (as CGI under lighttpd, via
+# ../shared/tools/cgit-baseline.sh). For each system: wrk with CONNS connections for DUR
+# seconds over URLS distinct URLs — 30 % commit/?id=, 20 % diff/?id=, 20 % tree/?id= at random
+# commits, 20 % plain/<file>?id= of files at random commits, 10 % log/?ofs= between 1 and
+# 20,000 — each URL at most once. Prints pages/s, p50/p99 latency, status counts and the
+# server's peak RssAnon (cgit: lighttpd and its CGI children, summed at each sample).
+#
+# usage: bench/crawler.sh [REPO]   REPO: any git directory; default: the git.git-shaped corpus
+#                                  bench/compare.sh builds (bench/make-corpus.py)
+# env:   DUR=20, CONNS=32, URLS=200000, ONLY=cgit|cgitd, CGITD=path (binary to use instead of
+#        building target/release/cgitd), CGIT_PORT=8381, CGITD_PORT=8382, STATE=/tmp/cgitd-crawl
+# Only 127.0.0.1 is ever contacted; every load run is bounded in time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+DUR=${DUR:-20}; CONNS=${CONNS:-32}; URLS=${URLS:-200000}; ONLY=${ONLY:-}
+CGIT_PORT=${CGIT_PORT:-8381}; CGITD_PORT=${CGITD_PORT:-8382}
+STATE=${STATE:-/tmp/cgitd-crawl}
+mkdir -p "$STATE"
+BASELINE=$ROOT/../shared/tools/cgit-baseline.sh
+
+REPO=${1:-}
+if [ -z "$REPO" ]; then
+    REPO=/tmp/cgitd-bench/corpus.git
+    [ -d "$REPO" ] || { echo "building corpus in $REPO (a few minutes)..." >&2; mkdir -p "$(dirname "$REPO")"; python3 bench/make-corpus.py "$REPO"; }
+fi
+REPO=$(cd "$REPO" && pwd)
+command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -q wrk >/dev/null; }
+CGITD=${CGITD:-}
+if [ -z "$CGITD" ] && [ "$ONLY" != cgit ]; then cargo build --release --locked -q; CGITD=./target/release/cgitd; fi
+
+CGIT_PID=""; CGITD_PID=""
+cleanup() {
+    [ -z "$CGITD_PID" ] || kill "$CGITD_PID" 2>/dev/null || true
+    [ -z "$CGIT_PID" ] || PORT=$CGIT_PORT CGIT_STATE=$STATE/cgit "$BASELINE" stop >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+if [ "$ONLY" != cgitd ]; then
+    PORT=$CGIT_PORT CGIT_REPO=$REPO CGIT_STATE=$STATE/cgit "$BASELINE" start
+    CGIT_PID=$(cat "$STATE/cgit/lighttpd.pid")
+fi
+if [ "$ONLY" != cgit ]; then
+    printf 'virtual-root=/\nrepo.url=git\nrepo.path=%s\n' "$REPO" > "$STATE/cgitrc"
+    "$CGITD" serve --config "$STATE/cgitrc" --listen 127.0.0.1:$CGITD_PORT > "$STATE/cgitd.out" 2>&1 &
+    CGITD_PID=$!
+    for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$CGITD_PORT/" && break; sleep 0.1; done
+fi
+
+# The URLs: commits at random, files of a few hundred random commits.
+g() { git --git-dir="$REPO" "$@"; }
+g rev-list HEAD > "$STATE/commits.txt"
+for c in $(shuf -n 200 --random-source=<(yes) "$STATE/commits.txt"); do
+    g ls-tree -r --format='%(objecttype) %(path)' "$c" 2>/dev/null | awk -v c="$c" '$1=="blob"{print c, $2}' | shuf -n 50 --random-source=<(yes)
+done > "$STATE/files.txt"
+python3 - "$STATE" "$URLS" > "$STATE/urls.txt" <<'PY'
+import random, sys, urllib.parse
+state, n = sys.argv[1], int(sys.argv[2])
+rnd = random.Random(11)
+commits = [l.strip() for l in open(f"{state}/commits.txt") if l.strip()]
+files = [l.rstrip("\n").split(" ", 1) for l in open(f"{state}/files.txt") if " " in l]
+q = lambda s: urllib.parse.quote(s, safe="/")
+kinds = [(30, lambda: f"/git/commit/?id={rnd.choice(commits)}"),
+         (20, lambda: f"/git/diff/?id={rnd.choice(commits)}"),
+         (20, lambda: f"/git/tree/?id={rnd.choice(commits)}"),
+         (20, lambda: "/git/plain/{1}?id={0}".format(*(lambda f: (f[0], q(f[1])))(rnd.choice(files)))),
+         (10, lambda: f"/git/log/?ofs={rnd.randrange(1, 20001)}")]
+weights = [w for w, _ in kinds]
+seen = set()
+for _ in range(n * 3):
+    if len(seen) >= n:
+        break
+    url = rnd.choices(kinds, weights)[0][1]()
+    if url not in seen:
+        seen.add(url)
+        print(url)
+PY
+
+cat > "$STATE/crawl.lua" <<LUA
+local urls = {}
+for line in io.lines("$STATE/urls.txt") do urls[#urls + 1] = line end
+local threads, count = {}, 0
+function setup(thread)
+  count = count + 1
+  table.insert(threads, thread)
+end
+function init(args)
+  ok, busy, other, n = 0, 0, 0, 0
+end
+function request()
+  -- one wrk thread walks the list in order, so no URL is asked twice (while the list lasts)
+  n = n + 1
+  return wrk.format("GET", urls[((n - 1) % #urls) + 1])
+end
+function response(status, headers, body)
+  if status >= 200 and status < 300 then ok = ok + 1
+  elseif status == 503 then busy = busy + 1
+  else other = other + 1 end
+end
+function done(summary, latency, requests)
+  if summary.requests > #urls then io.write("warning: more requests than distinct URLs\n") end
+  local a, b, c = 0, 0, 0
+  for _, t in ipairs(threads) do a = a + t:get("ok"); b = b + t:get("busy"); c = c + t:get("other") end
+  io.write(string.format("%.0f pages/s; p50 %.1f ms, p99 %.1f ms; %d 2xx, %d 503, %d other\n",
+    summary.requests / (summary.duration / 1e6), latency:percentile(50) / 1000,
+    latency:percentile(99) / 1000, a, b, c))
+end
+LUA
+
+
+crawl() {
+    local name=$1 port=$2 pid=$3
+    echo
+    echo "== $name: $CONNS connections, ${DUR}s, distinct URLs"
+    python3 bench/peak-rss.py "$pid" "$((DUR + 1))" > "$STATE/$name.rss" &
+    local rss=$!
+    wrk -t1 -c"$CONNS" -d"${DUR}s" --timeout 10s -s "$STATE/crawl.lua" "http://127.0.0.1:$port" > "$STATE/$name.wrk" 2>&1 || true
+    tail -n 1 "$STATE/$name.wrk"
+    wait "$rss" || true
+    cat "$STATE/$name.rss"
+}
+
+echo "repository: $REPO ($(wc -l < "$STATE/commits.txt") commits); $(wc -l < "$STATE/urls.txt") distinct URLs"
+[ -z "$CGIT_PID" ] || crawl cgit "$CGIT_PORT" "$CGIT_PID"
+[ -z "$CGITD_PID" ] || crawl cgitd "$CGITD_PORT" "$CGITD_PID"
