@@ -554,8 +554,11 @@ fn commit_page_shows_info_message_and_diff() {
     assert_eq!(big.status, 200);
     assert!(big.text().contains("(diff too large to show)"));
     assert!(
-        big.text()
-            .contains("diff too large: some files are not shown")
+        big.text().contains(
+            "1 files changed, 12000 insertions, 0 deletions (diff too large: 1 file not shown)"
+        ),
+        "{}",
+        between(&big.text(), "<div class='diffstat-summary'>", "</div>")
     );
     // a message in a declared legacy encoding is shown in UTF-8, on the commit and log pages
     let latin1 = git(&f.work, &["log", "--format=%H", "--grep=Non-UTF-8", "main"]);

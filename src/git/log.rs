@@ -97,7 +97,8 @@ impl Filter {
         Ok(Filter { field, pattern })
     }
 
-    fn matches(&self, c: &CommitInfo) -> bool {
+    /// Whether the commit is one the search finds.
+    pub fn matches(&self, c: &CommitInfo) -> bool {
         let person = |p: &Person| self.pattern.is_match(&format!("{} <{}>", p.name, p.email));
         match self.field {
             Field::Message => self.pattern.is_match(&c.message),
@@ -206,6 +207,9 @@ pub struct LogQuery<'a> {
     pub count: usize,
     /// Commits a searching or path-limited walk may look at (0: [`MAX_VISITS`]).
     pub visits: usize,
+    /// For a graph of a path's history (`git log --graph -- path`): the simplified history
+    /// in topological order, each commit's parents rewritten to its nearest listed ancestors.
+    pub rewrite_parents: bool,
 }
 
 /// `count` commits from `tip` after skipping `skip`, newest first (git log's default order).
@@ -251,6 +255,11 @@ pub fn path_log(
 
 /// Runs a log query within the walk budget.
 pub fn query(repo: &gix::Repository, q: &LogQuery<'_>) -> Result<LogPage, GitError> {
+    if let (true, Some(path), false) = (q.rewrite_parents, q.path, q.follow)
+        && super::tree::components(path).next().is_some()
+    {
+        return rewritten_path_query(repo, q, path);
+    }
     if let (Some(walks), None) = (q.walks, &q.filter) {
         return cached_query(repo, q, walks);
     }
@@ -304,6 +313,162 @@ fn cached_query(
         stopped_early: !walk.complete && walk.ids.len() < need,
         resume_from: None,
     })
+}
+
+/// Whether `ancestor` is `of` or one of its ancestors.
+pub fn is_ancestor(
+    repo: &gix::Repository,
+    ancestor: ObjectId,
+    of: ObjectId,
+) -> Result<bool, GitError> {
+    if ancestor == of {
+        return Ok(true);
+    }
+    let base = repo.merge_base(ancestor, of).map_err(GitError::internal)?;
+    Ok(base.is_some_and(|b| b.detach() == ancestor))
+}
+
+/// A commit as a path walk decided about it: whether it is listed, and the parents its
+/// simplified history goes on to.
+struct Walked {
+    id: ObjectId,
+    /// Committer time.
+    time: u64,
+    shown: bool,
+    parents: Vec<ObjectId>,
+}
+
+/// A path-limited query for a graph: the whole simplified history walked (within the budget),
+/// sorted as `git log --graph` sorts it, with parents rewritten past the commits not listed.
+fn rewritten_path_query(
+    repo: &gix::Repository,
+    q: &LogQuery<'_>,
+    path: &BStr,
+) -> Result<LogPage, GitError> {
+    let mut budget = Budget::new(q.visits);
+    let allowed = if q.hidden.is_empty() {
+        None
+    } else {
+        Some(reachable(repo, q, &mut budget)?)
+    };
+    let mut walk = PathWalk::new(repo, path, q.bloom.as_deref(), allowed, q.since);
+    walk.record = Some(Vec::new());
+    for tip in &q.tips {
+        walk.push(*tip)?;
+    }
+    while walk.next_changing(&mut budget)?.is_some() {}
+    let walked = walk.record.take().unwrap_or_default();
+    let index: HashMap<ObjectId, usize> =
+        walked.iter().enumerate().map(|(i, w)| (w.id, i)).collect();
+    let mut page = Collector::new(q);
+    for i in topological(&walked, &index, q.order == Order::Date) {
+        if !walked[i].shown {
+            continue;
+        }
+        let mut parents = Vec::new();
+        for p in &walked[i].parents {
+            if let Some(p) = nearest_shown(&walked, &index, *p)
+                && !parents.contains(&p)
+            {
+                parents.push(p);
+            }
+        }
+        if page.offer_with_parents(repo, walked[i].id, parents)? {
+            break;
+        }
+    }
+    page.stopped_early = budget.exhausted;
+    Ok(page.finish())
+}
+
+/// The listed commit a parent link leads to: the parent itself, or the first listed commit
+/// down the (first) parents of the unlisted ones; `None` where the line ends unlisted.
+fn nearest_shown(
+    walked: &[Walked],
+    index: &HashMap<ObjectId, usize>,
+    mut id: ObjectId,
+) -> Option<ObjectId> {
+    // each step goes to an older commit, so this ends
+    loop {
+        let w = &walked[*index.get(&id)?];
+        if w.shown {
+            return Some(id);
+        }
+        id = *w.parents.first()?;
+    }
+}
+
+/// git's topological sort of a walked list (in walk order): a commit only after all its
+/// children; of the commits ready, the newest (`by_date`, first made ready first among equal
+/// times) or else the one made ready last, tips in walk order.
+fn topological(walked: &[Walked], index: &HashMap<ObjectId, usize>, by_date: bool) -> Vec<usize> {
+    // 1 + the children in the list not yet output; 0 once output
+    let mut indegree = vec![1usize; walked.len()];
+    for w in walked {
+        for p in &w.parents {
+            if let Some(&j) = index.get(p) {
+                indegree[j] += 1;
+            }
+        }
+    }
+    let mut ready = Ready {
+        by_date,
+        stack: Vec::new(),
+        heap: BinaryHeap::new(),
+        seq: 0,
+    };
+    let tips: Vec<usize> = (0..walked.len()).filter(|i| indegree[*i] == 1).collect();
+    if by_date {
+        for i in tips {
+            ready.put(walked, i);
+        }
+    } else {
+        ready.stack = tips.into_iter().rev().collect();
+    }
+    let mut out = Vec::with_capacity(walked.len());
+    while let Some(i) = ready.get() {
+        for p in &walked[i].parents {
+            let Some(&j) = index.get(p) else { continue };
+            if indegree[j] == 0 {
+                continue;
+            }
+            indegree[j] -= 1;
+            if indegree[j] == 1 {
+                ready.put(walked, j);
+            }
+        }
+        indegree[i] = 0;
+        out.push(i);
+    }
+    out
+}
+
+/// The commits ready to be listed in a topological sort: a stack, or newest first.
+struct Ready {
+    by_date: bool,
+    stack: Vec<usize>,
+    heap: BinaryHeap<(u64, std::cmp::Reverse<u64>, usize)>,
+    seq: u64,
+}
+
+impl Ready {
+    fn put(&mut self, walked: &[Walked], i: usize) {
+        if self.by_date {
+            self.seq += 1;
+            self.heap
+                .push((walked[i].time, std::cmp::Reverse(self.seq), i));
+        } else {
+            self.stack.push(i);
+        }
+    }
+
+    fn get(&mut self) -> Option<usize> {
+        if self.by_date {
+            self.heap.pop().map(|(_, _, i)| i)
+        } else {
+            self.stack.pop()
+        }
+    }
 }
 
 /// Feeds the ids the query selects (before filtering and paging), in order, to `sink` until it
@@ -458,12 +623,34 @@ impl<'q> Collector<'q> {
 
     /// Takes a candidate; true when the page is full and one more match was seen.
     fn offer(&mut self, repo: &gix::Repository, id: ObjectId) -> Result<bool, GitError> {
+        self.offer_commit(repo, id, None)
+    }
+
+    /// Takes a candidate listed with rewritten parents.
+    fn offer_with_parents(
+        &mut self,
+        repo: &gix::Repository,
+        id: ObjectId,
+        parents: Vec<ObjectId>,
+    ) -> Result<bool, GitError> {
+        self.offer_commit(repo, id, Some(parents))
+    }
+
+    fn offer_commit(
+        &mut self,
+        repo: &gix::Repository,
+        id: ObjectId,
+        parents: Option<Vec<ObjectId>>,
+    ) -> Result<bool, GitError> {
         self.last_offered = Some(id);
         if self.filter.is_none() && self.since.is_none() && self.skip > 0 {
             self.skip -= 1;
             return Ok(false);
         }
-        let info = read_commit(repo, id)?;
+        let mut info = read_commit(repo, id)?;
+        if let Some(parents) = parents {
+            info.parents = parents;
+        }
         let too_old = self.since.is_some_and(|s| info.committer.time.seconds < s);
         if too_old || self.filter.is_some_and(|f| !f.matches(&info)) {
             return Ok(false);
@@ -520,6 +707,8 @@ struct PathWalk<'r> {
     entries: HashMap<ObjectId, PathEntry>,
     seq: u64,
     buf: Vec<u8>,
+    /// Where set, every commit taken from the queue with what was decided about it.
+    record: Option<Vec<Walked>>,
 }
 
 /// Queue order: newest commit first, then first queued first (like git's date queue).
@@ -552,6 +741,7 @@ impl<'r> PathWalk<'r> {
             entries: HashMap::new(),
             seq: 0,
             buf: Vec::new(),
+            record: None,
         }
     }
 
@@ -585,6 +775,7 @@ impl<'r> PathWalk<'r> {
             if self.unchanged_from_first_parent(id, &node) {
                 self.entries.remove(&id);
                 self.push(node.parents[0])?;
+                self.note(id, node.time, false, vec![node.parents[0]]);
                 continue;
             }
             let own = self.entry(id, node.tree)?;
@@ -602,7 +793,10 @@ impl<'r> PathWalk<'r> {
                 }
             }
             match treesame_parent {
-                Some(parent) => self.push(parent)?,
+                Some(parent) => {
+                    self.push(parent)?;
+                    self.note(id, node.time, false, vec![parent]);
+                }
                 None => {
                     // `push` leaves out parents outside the range
                     for parent in node.parents.iter().copied() {
@@ -611,7 +805,15 @@ impl<'r> PathWalk<'r> {
                     let root_without_path = node.parents.is_empty() && own.is_none();
                     let none_inside = !node.parents.iter().any(|p| self.is_allowed(p));
                     let same_as_outside_only = none_inside && treesame_outside;
-                    if root_without_path || same_as_outside_only {
+                    let inside: Vec<ObjectId> = node
+                        .parents
+                        .iter()
+                        .copied()
+                        .filter(|p| self.is_allowed(p))
+                        .collect();
+                    let shown = !(root_without_path || same_as_outside_only);
+                    self.note(id, node.time, shown, inside);
+                    if !shown {
                         continue;
                     }
                     if let (true, [parent]) = (self.follow, &node.parents[..]) {
@@ -622,6 +824,17 @@ impl<'r> PathWalk<'r> {
             }
         }
         Ok(None)
+    }
+
+    fn note(&mut self, id: ObjectId, time: u64, shown: bool, parents: Vec<ObjectId>) {
+        if let Some(record) = &mut self.record {
+            record.push(Walked {
+                id,
+                time,
+                shown,
+                parents,
+            });
+        }
     }
 
     /// Whether the commit-graph's Bloom filter says for certain that the path is the same in

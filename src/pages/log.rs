@@ -71,6 +71,13 @@ struct Row {
     graph: Option<GraphRow>,
 }
 
+impl Row {
+    /// Whether graph lines follow the commit's own (cgit's second row).
+    fn graph_goes_on(&self) -> bool {
+        self.graph.as_ref().is_some_and(|g| !g.after.is_empty())
+    }
+}
+
 #[derive(Template)]
 #[template(path = "log.html")]
 struct Log {
@@ -81,6 +88,8 @@ struct Log {
     show_files: bool,
     show_lines: bool,
     msg_colspan: usize,
+    /// cgit's colspan of a graph filler row: the count of all columns, the graph's too.
+    filler_colspan: usize,
     rows: Vec<Row>,
     prev: Option<String>,
     next: Option<String>,
@@ -98,7 +107,8 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         return Err(PageError::BadRequest("Invalid offset".into()));
     }
     let count = g.max_commit_count.max(1);
-    let show_graph = opts.enable_commit_graph && path.is_none();
+    // cgit draws no graph on a followed path
+    let show_graph = opts.enable_commit_graph && !following(ctx);
     let query = build_query(ctx, show_graph, count)?;
     let page = match &query {
         Some(q) => query_kept(ctx, q)?,
@@ -108,13 +118,53 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         ctx.site.cutoffs.inc();
     }
     let mut counter = Counter::default();
-    let mut lanes = graph::Lanes::default();
+    let mut lanes = graph::Graph::default();
+    // a range hides commits: the graph draws no line to a hidden parent
+    let hidden: &[gix::ObjectId] = match &query {
+        Some(q) if show_graph => &q.hidden,
+        _ => &[],
+    };
+    let walked: std::collections::HashSet<gix::ObjectId> = if hidden.is_empty() {
+        Default::default()
+    } else {
+        page.commits.iter().map(|c| c.id).collect()
+    };
+    let mut hidden_memo: std::collections::HashMap<gix::ObjectId, bool> = Default::default();
+    // a search lists only what it finds: the graph draws no line to a parent it does not
+    let filter = query
+        .as_ref()
+        .and_then(|q| q.filter.as_ref())
+        .filter(|_| show_graph);
+    let mut found_memo: std::collections::HashMap<gix::ObjectId, bool> = Default::default();
+    let mut drawn_parents = |c: &CommitInfo| -> Result<Vec<gix::ObjectId>, PageError> {
+        let mut drawn = Vec::with_capacity(c.parents.len());
+        for p in &c.parents {
+            // a parent the walk listed is shown; past the page's end it may be shown later
+            let mut shown = hidden.is_empty()
+                || walked.contains(p)
+                || (page.has_more && !is_hidden(ctx, hidden, *p, &mut hidden_memo)?);
+            if let (true, Some(filter)) = (shown, filter) {
+                shown = match found_memo.get(p) {
+                    Some(found) => *found,
+                    None => {
+                        let found = filter.matches(&git::commit::read_commit(ctx.repo, *p)?);
+                        found_memo.insert(*p, found);
+                        found
+                    }
+                };
+            }
+            if shown {
+                drawn.push(*p);
+            }
+        }
+        Ok(drawn)
+    };
     // graph pages walk from the top so that lanes continue across pages
     let primed = if show_graph { args.ofs as usize } else { 0 };
     let mut rows = Vec::with_capacity(page.commits.len());
     for (i, c) in page.commits.iter().enumerate() {
         if i < primed {
-            lanes.row(c.id, &c.parents);
+            lanes.update(c.id, &drawn_parents(c)?);
             continue;
         }
         let counts = if opts.enable_log_filecount || opts.enable_log_linecount {
@@ -128,8 +178,13 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         } else {
             None
         };
-        let graph = show_graph.then(|| lanes.row(c.id, &c.parents));
-        rows.push(row(ctx, c, &args, counts, graph));
+        let mut r = row(ctx, c, &args, counts);
+        if show_graph {
+            // with messages shown, the graph goes on beside every line of the message
+            let msg_lines = r.message.as_deref().map_or(0, message_lines);
+            r.graph = Some(lanes.row(c.id, &drawn_parents(c)?, msg_lines));
+        }
+        rows.push(r);
     }
     let body = Log {
         toggle_label: if args.showmsg { "Collapse" } else { "Expand" },
@@ -143,6 +198,9 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         show_files: opts.enable_log_filecount,
         show_lines: opts.enable_log_linecount,
         msg_colspan: 3
+            + usize::from(opts.enable_log_filecount)
+            + usize::from(opts.enable_log_linecount),
+        filler_colspan: 4
             + usize::from(opts.enable_log_filecount)
             + usize::from(opts.enable_log_linecount),
         rows,
@@ -191,6 +249,27 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     Ok(response)
 }
 
+/// Whether a range's hidden commits reach `id` (remembered in `memo`).
+fn is_hidden(
+    ctx: &RepoCtx<'_>,
+    hidden: &[gix::ObjectId],
+    id: gix::ObjectId,
+    memo: &mut std::collections::HashMap<gix::ObjectId, bool>,
+) -> Result<bool, PageError> {
+    if let Some(known) = memo.get(&id) {
+        return Ok(*known);
+    }
+    let mut reached = false;
+    for h in hidden {
+        if git::log::is_ancestor(ctx.repo, id, *h)? {
+            reached = true;
+            break;
+        }
+    }
+    memo.insert(id, reached);
+    Ok(reached)
+}
+
 fn search_for(field: Field, pattern: &str) -> Result<Filter, PageError> {
     Filter::new(field, pattern).map_err(PageError::BadRequest)
 }
@@ -216,8 +295,17 @@ fn query_kept(ctx: &RepoCtx<'_>, q: &LogQuery<'_>) -> Result<git::LogPage, PageE
         return Ok(git::log::query(ctx.repo, q)?);
     }
     let key = format!(
-        "log:{:?}:{:?}:{:?}:{}:{:?}:{:?}:{:?}:{}:{}",
-        q.tips, q.hidden, q.path, q.follow, q.filter, q.order, q.since, q.skip, q.count
+        "log:{:?}:{:?}:{:?}:{}:{:?}:{:?}:{:?}:{}:{}:{}",
+        q.tips,
+        q.hidden,
+        q.path,
+        q.follow,
+        q.filter,
+        q.order,
+        q.since,
+        q.skip,
+        q.count,
+        q.rewrite_parents
     );
     let kept = ctx.site.fragments.get_or_render(&key, || {
         let page = git::log::query(ctx.repo, q).map_err(NotKept::Failed)?;
@@ -228,6 +316,12 @@ fn query_kept(ctx: &RepoCtx<'_>, q: &LogQuery<'_>) -> Result<git::LogPage, PageE
         for c in &page.commits {
             text.push(' ');
             text.push_str(&c.id.to_string());
+            if q.rewrite_parents {
+                // the parents are the walk's, not the commit's
+                text.push(':');
+                let parents: Vec<String> = c.parents.iter().map(|p| p.to_string()).collect();
+                text.push_str(&parents.join(","));
+            }
         }
         Ok(text)
     });
@@ -239,10 +333,24 @@ fn query_kept(ctx: &RepoCtx<'_>, q: &LogQuery<'_>) -> Result<git::LogPage, PageE
     let mut words = text.split(' ');
     let has_more = words.next() == Some("more");
     let commits = words
-        .map(|hex| {
-            let id = gix::ObjectId::from_hex(hex.as_bytes())
-                .map_err(|e| PageError::internal("decoding a kept log page", e))?;
-            Ok(git::commit::read_commit(ctx.repo, id)?)
+        .map(|word| {
+            let decode = |hex: &str| {
+                gix::ObjectId::from_hex(hex.as_bytes())
+                    .map_err(|e| PageError::internal("decoding a kept log page", e))
+            };
+            let (hex, parents) = match word.split_once(':') {
+                Some((hex, parents)) => (hex, Some(parents)),
+                None => (word, None),
+            };
+            let mut commit = git::commit::read_commit(ctx.repo, decode(hex)?)?;
+            if let Some(parents) = parents {
+                commit.parents = parents
+                    .split(',')
+                    .filter(|p| !p.is_empty())
+                    .map(decode)
+                    .collect::<Result<_, _>>()?;
+            }
+            Ok(commit)
         })
         .collect::<Result<_, PageError>>()?;
     Ok(git::LogPage {
@@ -304,16 +412,11 @@ fn build_query<'a>(
         skip: if show_graph { 0 } else { skip },
         count: if show_graph { skip + count } else { count },
         visits: ctx.site.config.globals.walk_budget,
+        rewrite_parents: show_graph,
     }))
 }
 
-fn row(
-    ctx: &RepoCtx<'_>,
-    c: &CommitInfo,
-    args: &LogArgs,
-    counts: Option<ChangeCount>,
-    graph: Option<GraphRow>,
-) -> Row {
+fn row(ctx: &RepoCtx<'_>, c: &CommitInfo, args: &LogArgs, counts: Option<ChangeCount>) -> Row {
     let hex = c.id.to_string();
     // A followed file had other names in older commits: link them whole.
     let path = ctx
@@ -351,8 +454,18 @@ fn row(
         author: super::parts::filter::person_html(ctx, &c.author, &c.author.name, "log"),
         message,
         counts,
-        graph,
+        graph: None,
     }
+}
+
+/// How many graph lines cgit draws beside a shown message: one per line of the message with
+/// the two line breaks it adds, its leading blank lines left out.
+fn message_lines(message: &str) -> usize {
+    if message.is_empty() {
+        return 1;
+    }
+    let shown = format!("{message}\n\n");
+    1 + shown.trim_start().matches('\n').count()
 }
 
 /// `path: root/a/b` links, each a log of that directory with the current arguments.

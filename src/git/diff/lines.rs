@@ -95,21 +95,22 @@ pub fn changed_ranges(
     diff.hunks().map(|h| (h.before, h.after)).collect()
 }
 
-/// Diffs two texts. Returns `None` when the hunks would hold more than `max_lines` lines.
+/// Diffs two texts. When the hunks would hold more than `max_lines` lines, no hunks are built
+/// and the error holds the counts alone: (insertions, deletions).
 pub fn diff_text(
     old: &[u8],
     new: &[u8],
     context: u32,
     ignore_ws: bool,
     max_lines: usize,
-) -> Option<TextDiff> {
+) -> Result<TextDiff, (usize, usize)> {
     let old_lines = split_lines(old);
     let new_lines = split_lines(new);
     let changes = changed_ranges(&old_lines, &new_lines, ignore_ws);
     let deletions: usize = changes.iter().map(|(b, _)| b.len()).sum();
     let insertions: usize = changes.iter().map(|(_, a)| a.len()).sum();
     if deletions + insertions > max_lines {
-        return None;
+        return Err((insertions, deletions));
     }
     let builder = HunkBuilder {
         old: &old_lines,
@@ -118,11 +119,22 @@ pub fn diff_text(
     };
     let hunks = builder.build(&changes);
     let total: usize = hunks.iter().map(|h| h.lines.len()).sum();
-    (total <= max_lines).then_some(TextDiff {
+    if total > max_lines {
+        return Err((insertions, deletions));
+    }
+    Ok(TextDiff {
         hunks,
         insertions,
         deletions,
     })
+}
+
+/// The changed lines of two texts, (insertions, deletions), without building hunks.
+pub fn count_changes(old: &[u8], new: &[u8], ignore_ws: bool) -> (usize, usize) {
+    let changes = changed_ranges(&split_lines(old), &split_lines(new), ignore_ws);
+    changes
+        .iter()
+        .fold((0, 0), |(i, d), (b, a)| (i + a.len(), d + b.len()))
 }
 
 struct HunkBuilder<'a> {
@@ -245,6 +257,7 @@ mod tests {
             (1, 3, 1, 3)
         );
         assert!(h.lines.last().unwrap().no_newline);
-        assert!(diff_text(b"a\n", b"b\n", 3, false, 1).is_none());
+        assert_eq!(diff_text(b"a\n", b"b\n", 3, false, 1).err(), Some((1, 1)));
+        assert_eq!(count_changes(b"a\nb\nc\n", b"a\nB\nc\nd\n", false), (2, 1));
     }
 }

@@ -66,6 +66,9 @@ pub struct Limits {
     pub max_lines: usize,
     /// Blob bytes read for line diffs over all files.
     pub max_bytes: u64,
+    /// Blob bytes read, once the others are spent, only to count the changed lines of the
+    /// files not shown (no hunks are built), so that the diffstat's counts stay exact.
+    pub count_bytes: u64,
 }
 
 impl Limits {
@@ -73,11 +76,13 @@ impl Limits {
     pub const PAGE: Limits = Limits {
         max_lines: 10_000,
         max_bytes: 16 << 20,
+        count_bytes: 128 << 20,
     };
     /// For raw diffs and patches.
     pub const RAW: Limits = Limits {
         max_lines: 2_000_000,
         max_bytes: 256 << 20,
+        count_bytes: 256 << 20,
     };
 }
 
@@ -111,7 +116,8 @@ pub enum Content {
         old: Box<Content>,
         new: Box<Content>,
     },
-    /// Over the size limits: not diffed.
+    /// Over the size limits: no hunks (the counts may still be there: see
+    /// [`FileDiff::counted`]).
     TooLarge,
 }
 
@@ -126,6 +132,9 @@ pub struct FileDiff {
     pub content: Content,
     pub insertions: usize,
     pub deletions: usize,
+    /// Whether `insertions` and `deletions` are the file's: false only for a file past even
+    /// the counting budget.
+    pub counted: bool,
 }
 
 impl FileDiff {
@@ -189,6 +198,19 @@ impl TreeDiff {
     pub fn deletions(&self) -> usize {
         self.files.iter().map(|f| f.deletions).sum()
     }
+
+    /// The files whose hunks were left out.
+    pub fn not_shown(&self) -> usize {
+        self.files
+            .iter()
+            .filter(|f| matches!(f.content, Content::TooLarge))
+            .count()
+    }
+
+    /// The files whose changed lines are not in the totals.
+    pub fn uncounted(&self) -> usize {
+        self.files.iter().filter(|f| !f.counted).count()
+    }
 }
 
 /// git's binary rule: a NUL byte in the first 8000 bytes.
@@ -239,6 +261,7 @@ pub fn diff_trees(
         lines_left: limits.max_lines,
         bytes_left: limits.max_bytes,
         unchanged_bytes_left: limits.max_bytes,
+        count_bytes_left: limits.count_bytes,
         truncated: false,
     };
     let mut files = Vec::with_capacity(pairs.len());
@@ -276,8 +299,13 @@ struct Differ<'r, 'o> {
     bytes_left: u64,
     /// A budget of its own for looking into unchanged blobs, so renames do not use up the diff's.
     unchanged_bytes_left: u64,
+    /// What is left for counting the lines of files past the other budgets.
+    count_bytes_left: u64,
     truncated: bool,
 }
+
+/// A file's content, its insertions and deletions, and whether those are counted.
+type Counted = (Content, usize, usize, bool);
 
 /// What one side of a file holds for diffing: blob bytes, or git's text for a submodule.
 fn gitlink_text(id: &ObjectId) -> Vec<u8> {
@@ -305,21 +333,23 @@ impl Differ<'_, '_> {
             content: Content::Unchanged,
             insertions: 0,
             deletions: 0,
+            counted: true,
         };
-        let (content, ins, del) = if status == Status::TypeChanged {
-            let (old, oi, od) = self.content(file.old.as_ref(), None)?;
-            let (new, ni, nd) = self.content(None, file.new.as_ref())?;
+        let (content, ins, del, counted) = if status == Status::TypeChanged {
+            let (old, oi, od, oc) = self.content(file.old.as_ref(), None)?;
+            let (new, ni, nd, nc) = self.content(None, file.new.as_ref())?;
             let content = Content::Replaced {
                 old: Box::new(old),
                 new: Box::new(new),
             };
-            (content, oi + ni, od + nd)
+            (content, oi + ni, od + nd, oc && nc)
         } else {
             self.content(file.old.as_ref(), file.new.as_ref())?
         };
         file.content = content;
         file.insertions = ins;
         file.deletions = del;
+        file.counted = counted;
         Ok(file)
     }
 
@@ -357,32 +387,22 @@ impl Differ<'_, '_> {
         })
     }
 
-    fn content(
-        &mut self,
-        old: Option<&Entry>,
-        new: Option<&Entry>,
-    ) -> Result<(Content, usize, usize), GitError> {
+    fn content(&mut self, old: Option<&Entry>, new: Option<&Entry>) -> Result<Counted, GitError> {
         if let (Some(a), Some(b)) = (old, new)
             && a.id == b.id
         {
-            return Ok((self.unchanged(a)?, 0, 0));
-        }
-        if self.truncated {
-            return Ok((Content::TooLarge, 0, 0));
+            return Ok((self.unchanged(a)?, 0, 0, true));
         }
         let bytes = self.size(old)? + self.size(new)?;
-        if bytes > self.bytes_left {
+        if self.truncated || bytes > self.bytes_left {
+            // every later file is only counted, so the shown ones stay in order
             self.truncated = true;
-            return Ok((Content::TooLarge, 0, 0));
+            return self.count_only(old, new, bytes);
         }
         self.bytes_left -= bytes;
         let (a, b) = (self.side(old)?, self.side(new)?);
-        if is_binary(&a) || is_binary(&b) {
-            let content = Content::Binary {
-                old_size: a.len() as u64,
-                new_size: b.len() as u64,
-            };
-            return Ok((content, 0, 0));
+        if let Some(binary) = binary_content(&a, &b) {
+            return Ok((binary, 0, 0, true));
         }
         let opts = self.opts;
         match lines::diff_text(
@@ -392,16 +412,44 @@ impl Differ<'_, '_> {
             opts.ignore_whitespace,
             self.lines_left,
         ) {
-            Some(d) => {
+            Ok(d) => {
                 self.lines_left -= d.hunks.iter().map(|h| h.lines.len()).sum::<usize>();
-                Ok((Content::Text(d.hunks), d.insertions, d.deletions))
+                Ok((Content::Text(d.hunks), d.insertions, d.deletions, true))
             }
-            None => {
+            Err((insertions, deletions)) => {
                 self.truncated = true;
-                Ok((Content::TooLarge, 0, 0))
+                Ok((Content::TooLarge, insertions, deletions, true))
             }
         }
     }
+
+    /// A file past the diff's budgets: its lines counted (no hunks) within the counting
+    /// budget, else nothing.
+    fn count_only(
+        &mut self,
+        old: Option<&Entry>,
+        new: Option<&Entry>,
+        bytes: u64,
+    ) -> Result<Counted, GitError> {
+        if bytes > self.count_bytes_left {
+            return Ok((Content::TooLarge, 0, 0, false));
+        }
+        self.count_bytes_left -= bytes;
+        let (a, b) = (self.side(old)?, self.side(new)?);
+        if let Some(binary) = binary_content(&a, &b) {
+            return Ok((binary, 0, 0, true));
+        }
+        let (insertions, deletions) = lines::count_changes(&a, &b, self.opts.ignore_whitespace);
+        Ok((Content::TooLarge, insertions, deletions, true))
+    }
+}
+
+/// The content of a file with a binary side: only the sizes.
+fn binary_content(a: &[u8], b: &[u8]) -> Option<Content> {
+    (is_binary(a) || is_binary(b)).then_some(Content::Binary {
+        old_size: a.len() as u64,
+        new_size: b.len() as u64,
+    })
 }
 
 /// Abbreviated object ids as git prints them in `index` lines: unique prefixes of at least

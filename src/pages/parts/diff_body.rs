@@ -189,6 +189,32 @@ fn binary_sizes(f: &FileDiff) -> (u64, u64) {
     }
 }
 
+/// What the diff below a cut diffstat leaves out (the counts above it are exact unless it says
+/// otherwise); empty when nothing is left out.
+fn too_large_note(tree: &TreeDiff) -> String {
+    let files = |n: usize| {
+        if n == 1 {
+            "1 file".to_string()
+        } else {
+            format!("{n} files")
+        }
+    };
+    let (not_shown, uncounted) = (tree.not_shown(), tree.uncounted());
+    if not_shown == 0 {
+        return String::new();
+    }
+    let mut note = format!(" (diff too large: {} not shown", files(not_shown));
+    if uncounted > 0 {
+        let _ = write!(
+            note,
+            "; {} too large even to count, left out of the totals",
+            files(uncounted)
+        );
+    }
+    note.push(')');
+    note
+}
+
 fn percent(part: usize, whole: usize) -> f64 {
     if whole == 0 {
         0.0
@@ -224,9 +250,7 @@ impl Body {
             tree.insertions(),
             tree.deletions()
         );
-        if tree.truncated {
-            out.push_str(" (diff too large: some files are not shown)");
-        }
+        out.push_str(&too_large_note(tree));
         out.push_str("</div>");
     }
 
@@ -268,7 +292,7 @@ impl Body {
             );
             return;
         }
-        if matches!(f.content, Content::TooLarge) {
+        if !f.counted {
             out.push_str("?</td><td class='graph'></td></tr>\n");
             return;
         }
