@@ -2,7 +2,9 @@
 //! sharing identical renders, access log, and configuration reloads.
 
 mod client;
+pub mod compress;
 mod metrics;
+pub mod response_cache;
 pub mod scheduler;
 pub mod single_flight;
 mod stream;
@@ -16,6 +18,8 @@ use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use compress::Coding;
+use response_cache::{Entry, Key, ResponseCache};
 use scheduler::{Limits, Scheduler, Shed, ShedReason};
 use single_flight::SingleFlight;
 use std::net::SocketAddr;
@@ -23,8 +27,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
-use tower_http::compression::CompressionLayer;
 use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
+use tower_http::compression::{CompressionLayer, CompressionLevel};
 
 /// File bodies (archives, clone files) being sent at once; each holds a blocking thread.
 const STREAM_PERMITS: usize = 64;
@@ -40,6 +44,8 @@ pub struct App {
     scheduler: Arc<Scheduler>,
     flights: SingleFlight<(u64, PageRequest), Rendered>,
     streams: Arc<Semaphore>,
+    /// Whole responses of repeated pages (cleared on reload).
+    responses: ResponseCache,
     metrics: metrics::Metrics,
     requests: AtomicU64,
     config_path: Option<std::path::PathBuf>,
@@ -71,13 +77,15 @@ pub fn scheduler_limits(options: &Scheduling) -> Limits {
 impl App {
     pub fn new(config: Config, config_path: Option<std::path::PathBuf>) -> Arc<App> {
         let scheduler = Scheduler::new(scheduler_limits(&config.globals.scheduling));
+        let responses = ResponseCache::new(config.globals.response_cache_size);
         let site = Site::new(config);
-        let metrics = metrics::Metrics::new(&site, &scheduler);
+        let metrics = metrics::Metrics::new(&site, &scheduler, &responses.stats);
         Arc::new(App {
             site: RwLock::new(Arc::new(site)),
             scheduler,
             flights: SingleFlight::new(),
             streams: Arc::new(Semaphore::new(STREAM_PERMITS)),
+            responses,
             metrics,
             requests: AtomicU64::new(0),
             config_path,
@@ -112,6 +120,7 @@ impl App {
             cutoffs: old.cutoffs.clone(),
         };
         *self.site.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(site);
+        self.responses.clear();
         Ok(())
     }
 }
@@ -124,7 +133,11 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .and(NotForContentType::const_new("application/x-"));
     axum::Router::new()
         .fallback(handle)
-        .layer(CompressionLayer::new().compress_when(compressible))
+        .layer(
+            CompressionLayer::new()
+                .quality(CompressionLevel::Precise(compress::STREAM_LEVEL))
+                .compress_when(compressible),
+        )
         .with_state(app)
 }
 
@@ -169,14 +182,69 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     let page_label = req.page.row().metric_label;
     let class = pages::cost_class(&site, &req);
     let target = req.target.clone();
+    let cache_key = if app.responses.enabled() {
+        let coding = Coding::negotiate(header_text(header::ACCEPT_ENCODING));
+        Key::for_request(&site, &req, coding)
+    } else {
+        None
+    };
+    let if_none_match = req.if_none_match.clone();
+    if let Some(key) = &cache_key {
+        if let Some(entry) = app.cached(key).await {
+            app.responses.stats.hits.inc();
+            let response = entry_response(&entry, if_none_match.as_deref());
+            let status = response.status().as_u16();
+            app.metrics
+                .observe(page_label, status, started.elapsed().as_secs_f64());
+            let bytes = entry.body.len() as u64;
+            app.access_log(&site, client, class, &target, status, bytes, None);
+            return response;
+        }
+        app.responses.stats.misses.inc();
+        // Rendered whole, so that the cache gets the page; the validator is compared here.
+        req.if_none_match = None;
+    }
+    let is_index = req.page == pages::Page::Index;
     let rendered = render_scheduled(&app, &site, req, class, client::client_key(client)).await;
     let (page, waited, ran) = match rendered {
         Ok((page, waited, ran)) => (Arc::unwrap_or_clone(page), waited, ran),
         Err(shed) => (shed_page(&site, shed), Duration::ZERO, Duration::ZERO),
     };
+    if let Some(key) = cache_key
+        && let Some(entry) = Entry::from_page(&page, is_index)
+    {
+        let entry = app.keep(key, entry).await;
+        let response = entry_response(&entry, if_none_match.as_deref());
+        let status = response.status().as_u16();
+        app.metrics
+            .observe(page_label, status, started.elapsed().as_secs_f64());
+        let bytes = entry.body.len() as u64;
+        app.access_log(
+            &site,
+            client,
+            class,
+            &target,
+            status,
+            bytes,
+            Some((waited, ran)),
+        );
+        return response;
+    }
     app.metrics
         .observe(page_label, page.status, started.elapsed().as_secs_f64());
-    app.access_log(&site, client, class, &target, &page, waited, ran);
+    let bytes = match &page.body {
+        pages::Body::Full(bytes) => bytes.len() as u64,
+        pages::Body::File { len, .. } => *len,
+    };
+    app.access_log(
+        &site,
+        client,
+        class,
+        &target,
+        page.status,
+        bytes,
+        Some((waited, ran)),
+    );
     if !matches!(page.body, pages::Body::File { .. }) {
         return to_http(page, ());
     }
@@ -187,6 +255,67 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
             (),
         ),
     }
+}
+
+impl App {
+    /// The cached response for `key`; a compressed variant not kept yet is made from the
+    /// cached uncompressed response (off the async threads) and kept.
+    async fn cached(&self, key: &Key) -> Option<Arc<Entry>> {
+        if let Some(entry) = self.responses.get(key) {
+            return Some(entry);
+        }
+        if key.coding() == Coding::Identity {
+            return None;
+        }
+        let plain = self.responses.get(&key.with_coding(Coding::Identity))?;
+        Some(self.keep_variant(key.clone(), plain).await)
+    }
+
+    /// Keeps a rendered page's entry under the uncompressed key and, when `key` asks for a
+    /// coding, its compressed variant too; returns what answers this request.
+    async fn keep(&self, key: Key, entry: Entry) -> Arc<Entry> {
+        let plain = Arc::new(entry);
+        let coding = key.coding();
+        self.responses
+            .put(key.with_coding(Coding::Identity), Arc::clone(&plain));
+        if coding == Coding::Identity {
+            return plain;
+        }
+        self.keep_variant(key, plain).await
+    }
+
+    /// Compresses `plain` for `key`'s coding (when its type is worth it) and keeps it.
+    async fn keep_variant(&self, key: Key, plain: Arc<Entry>) -> Arc<Entry> {
+        if !compress::compressible(&plain.content_type, plain.body.len()) {
+            return plain;
+        }
+        let coding = key.coding();
+        let source = Arc::clone(&plain);
+        let Ok(variant) = tokio::task::spawn_blocking(move || source.compressed(coding)).await
+        else {
+            return plain;
+        };
+        let variant = Arc::new(variant);
+        self.responses.put(key, Arc::clone(&variant));
+        variant
+    }
+}
+
+/// The response for a cached entry: 304 when `If-None-Match` matches its validator (with the
+/// headers a rendered 304 has), else the entry's headers and body.
+fn entry_response(entry: &Entry, if_none_match: Option<&str>) -> Response {
+    if let (Some(inm), Some(etag)) = (if_none_match, &entry.etag)
+        && response_cache::etag_matches(inm, etag)
+    {
+        let mut page = pages::Response::not_modified(etag.clone());
+        if let Some(cc) = &entry.cache_control {
+            page.headers.push(("Cache-Control", cc.clone()));
+        }
+        return to_http(page, ());
+    }
+    let mut response = Response::new(Body::from(entry.body.clone()));
+    *response.headers_mut() = entry.headers.clone();
+    response
 }
 
 /// Renders on a git worker in the request's cost class; a request identical to one already
@@ -232,9 +361,9 @@ impl App {
         client: std::net::IpAddr,
         class: CostClass,
         target: &str,
-        page: &pages::Response,
-        waited: Duration,
-        ran: Duration,
+        status: u16,
+        bytes: u64,
+        rendered: Option<(Duration, Duration)>,
     ) {
         let sample = site.config.globals.access_log_sample;
         if sample == 0
@@ -245,17 +374,15 @@ impl App {
         {
             return;
         }
-        let bytes = match &page.body {
-            pages::Body::Full(bytes) => bytes.len() as u64,
-            pages::Body::File { len, .. } => *len,
-        };
+        let (waited, ran) = rendered.unwrap_or_default();
         tracing::info!(
             target: "cgitd::access",
             %client,
             class = class.label(),
+            cached = rendered.is_none(),
             wait_ms = waited.as_secs_f64() * 1e3,
             render_ms = ran.as_secs_f64() * 1e3,
-            status = page.status,
+            status,
             bytes,
             "{target}"
         );

@@ -1,0 +1,196 @@
+//! Content codings: what a client accepts (`Accept-Encoding`), which responses are worth
+//! compressing, and in-process compression of the variants the response cache keeps.
+//!
+//! Levels, measured on git.git's root tree page (152,529 bytes of HTML; one core, release
+//! build, `cargo bench --bench compress`; bytes / µs):
+//!
+//! | level | gzip | brotli | zstd |
+//! |---|---|---|---|
+//! | see `STORED_*` / `STREAM_LEVEL` below and the table in `benches/compress.rs` | | | |
+//!
+//! Uncached responses are compressed by tower-http at [`STREAM_LEVEL`] (cheap: a fresh page
+//! pays it every time); cached variants are compressed once, at the `STORED_*` levels, which
+//! cost more but are reused by every repeat.
+
+use bytes::Bytes;
+use std::io::Write;
+
+/// The quality tower-http compresses uncached responses with (every algorithm).
+pub const STREAM_LEVEL: i32 = 1;
+/// gzip level of cached variants.
+pub const STORED_GZIP: u32 = 6;
+/// brotli quality of cached variants.
+pub const STORED_BROTLI: u32 = 5;
+/// zstd level of cached variants.
+pub const STORED_ZSTD: i32 = 6;
+
+/// A content coding of a response body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Coding {
+    Identity,
+    Gzip,
+    Brotli,
+    Zstd,
+}
+
+impl Coding {
+    /// The `Content-Encoding` token.
+    pub fn name(self) -> &'static str {
+        match self {
+            Coding::Identity => "identity",
+            Coding::Gzip => "gzip",
+            Coding::Brotli => "br",
+            Coding::Zstd => "zstd",
+        }
+    }
+
+    /// The coding to answer with: the accepted one with the highest q-value, ties going to
+    /// zstd, then brotli, then gzip (tower-http's order, so cached and uncached responses to
+    /// one request agree). Identity when nothing we compress with is accepted.
+    pub fn negotiate(accept_encoding: Option<&str>) -> Coding {
+        let Some(header) = accept_encoding else {
+            return Coding::Identity;
+        };
+        let mut best = (0u16, Coding::Identity);
+        for item in header.split(',') {
+            let mut parts = item.split(';');
+            let name = parts.next().unwrap_or("").trim();
+            let coding = if name.eq_ignore_ascii_case("gzip") {
+                Coding::Gzip
+            } else if name.eq_ignore_ascii_case("br") {
+                Coding::Brotli
+            } else if name.eq_ignore_ascii_case("zstd") {
+                Coding::Zstd
+            } else {
+                continue;
+            };
+            let q = parts
+                .find_map(|p| {
+                    let p = p.trim();
+                    p.strip_prefix("q=").or_else(|| p.strip_prefix("Q="))
+                })
+                .map_or(Some(1000), parse_q);
+            let Some(q) = q else { continue };
+            if q > 0 && (q, coding) > best {
+                best = (q, coding);
+            }
+        }
+        best.1
+    }
+
+    /// `body` in this coding (identity: the same bytes).
+    pub fn compress(self, body: &Bytes) -> Bytes {
+        compress_at(self, body, self.stored_level())
+    }
+
+    /// The level cached variants are stored at.
+    pub fn stored_level(self) -> i32 {
+        match self {
+            Coding::Identity => 0,
+            Coding::Gzip => STORED_GZIP as i32,
+            Coding::Brotli => STORED_BROTLI as i32,
+            Coding::Zstd => STORED_ZSTD,
+        }
+    }
+}
+
+/// A q-value (`0`, `0.5`, `1.000`) in thousandths; `None` when malformed.
+fn parse_q(text: &str) -> Option<u16> {
+    let q: f32 = text.trim().parse().ok()?;
+    (0.0..=1.0)
+        .contains(&q)
+        .then(|| (q * 1000.0).round() as u16)
+}
+
+/// `body` compressed with `coding` at `level` (gzip 1–9, brotli 0–11, zstd 1–22).
+pub fn compress_at(coding: Coding, body: &[u8], level: i32) -> Bytes {
+    let mut out = Vec::with_capacity(body.len() / 4 + 64);
+    match coding {
+        Coding::Identity => return Bytes::copy_from_slice(body),
+        Coding::Gzip => {
+            let level = flate2::Compression::new(level.clamp(0, 9) as u32);
+            let mut encoder = flate2::write::GzEncoder::new(out, level);
+            // Writing to a Vec cannot fail.
+            let _ = encoder.write_all(body);
+            out = encoder.finish().unwrap_or_default();
+        }
+        Coding::Brotli => {
+            let quality = level.clamp(0, 11) as u32;
+            let mut encoder = brotli::CompressorWriter::new(&mut out, 16 << 10, quality, 22);
+            let _ = encoder.write_all(body);
+            drop(encoder);
+        }
+        Coding::Zstd => {
+            out = zstd::bulk::compress(body, level).unwrap_or_default();
+        }
+    }
+    Bytes::from(out)
+}
+
+/// Whether a response of this type and length is worth compressing: tower-http's default
+/// predicate (at least 32 bytes, not images except SVG, not event streams or gRPC) and not
+/// archives or git's own files, which are compressed already.
+pub fn compressible(content_type: &str, len: usize) -> bool {
+    let ct = content_type.trim().to_ascii_lowercase();
+    let raster_image = ct.starts_with("image/") && !ct.starts_with("image/svg+xml");
+    len >= 32
+        && !raster_image
+        && !ct.starts_with("application/octet-stream")
+        && !ct.starts_with("application/x-")
+        && !ct.starts_with("application/grpc")
+        && !ct.starts_with("text/event-stream")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn negotiation_follows_q_values_then_tower_http_order() {
+        assert_eq!(Coding::negotiate(None), Coding::Identity);
+        assert_eq!(Coding::negotiate(Some("gzip")), Coding::Gzip);
+        assert_eq!(Coding::negotiate(Some("gzip, br")), Coding::Brotli);
+        assert_eq!(
+            Coding::negotiate(Some("gzip, deflate, br, zstd")),
+            Coding::Zstd
+        );
+        assert_eq!(Coding::negotiate(Some("br;q=0.5, gzip")), Coding::Gzip);
+        assert_eq!(Coding::negotiate(Some("gzip;q=0")), Coding::Identity);
+        assert_eq!(
+            Coding::negotiate(Some("identity, deflate")),
+            Coding::Identity
+        );
+        assert_eq!(Coding::negotiate(Some("GZIP;Q=0.8")), Coding::Gzip);
+    }
+
+    #[test]
+    fn variants_decode_to_the_original() {
+        let body = Bytes::from("<tr><td>some html</td></tr>\n".repeat(500));
+        let gz = Coding::Gzip.compress(&body);
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(&gz[..])
+            .read_to_end(&mut out)
+            .unwrap();
+        assert_eq!(out, body);
+        let br = Coding::Brotli.compress(&body);
+        let mut out = Vec::new();
+        brotli::Decompressor::new(&br[..], 4096)
+            .read_to_end(&mut out)
+            .unwrap();
+        assert_eq!(out, body);
+        let zs = Coding::Zstd.compress(&body);
+        assert_eq!(zstd::decode_all(&zs[..]).unwrap(), body);
+        assert!(gz.len() < body.len() / 10);
+    }
+
+    #[test]
+    fn archives_and_images_are_not_compressed() {
+        assert!(compressible("text/html; charset=UTF-8", 1000));
+        assert!(!compressible("text/html", 10));
+        assert!(!compressible("image/png", 1000));
+        assert!(compressible("image/svg+xml", 1000));
+        assert!(!compressible("application/x-gzip", 1000));
+        assert!(!compressible("application/octet-stream", 1000));
+    }
+}
