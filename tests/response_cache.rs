@@ -237,3 +237,35 @@ fn errors_are_not_kept() {
     }
     assert_eq!(misses(&server), misses_before + 2);
 }
+
+#[test]
+fn uncached_pages_are_compressed_in_one_piece() {
+    let (_dir, rc, _work) = site("rc-uncached");
+    let server = Server::start(&rc);
+    let plain = server.get("/r/commit/");
+    assert_eq!(plain.status, 200);
+    for coding in ["gzip", "br", "zstd"] {
+        let r = server.request("GET", "/r/commit/", &[("Accept-Encoding", coding)]);
+        assert_eq!(r.header("content-encoding"), Some(coding));
+        assert!(
+            r.header("content-length").is_some(),
+            "one buffer, not chunks"
+        );
+        assert_eq!(decode(coding, &r.body), plain.body, "{coding}");
+    }
+    assert_eq!(hits(&server), 0, "commit pages are not kept");
+}
+
+#[test]
+fn a_zero_size_turns_the_cache_off() {
+    let (dir, rc, _work) = site("rc-off");
+    let text = std::fs::read_to_string(&rc).unwrap();
+    let rc = dir.path().join("cgitrc-off");
+    std::fs::write(&rc, format!("response-cache-size=0\n{text}")).unwrap();
+    let server = Server::start(&rc);
+    for _ in 0..3 {
+        assert_eq!(server.get("/r/tree/").status, 200);
+    }
+    assert_eq!(hits(&server), 0);
+    assert_eq!(misses(&server), 0);
+}

@@ -1,28 +1,40 @@
 //! Content codings: what a client accepts (`Accept-Encoding`), which responses are worth
 //! compressing, and in-process compression of the variants the response cache keeps.
 //!
-//! Levels, measured on git.git's root tree page (152,529 bytes of HTML; one core, release
-//! build, `cargo bench --bench compress`; bytes / µs):
+//! Levels, chosen by `cargo bench --bench compress -- tree.html log.html` on git.git's root
+//! tree page (152,529 bytes) and first log page (13,934 bytes); bytes and median µs for the
+//! tree page, release build, 2 shared cores under load ~8 (times are noisy, ratios hold):
 //!
-//! | level | gzip | brotli | zstd |
-//! |---|---|---|---|
-//! | see `STORED_*` / `STREAM_LEVEL` below and the table in `benches/compress.rs` | | | |
+//! | level | gzip bytes | gzip µs | br bytes | br µs | zstd bytes | zstd µs |
+//! |---|---|---|---|---|---|---|
+//! | 1 | 15,783 | 927 | 14,932 | 1,107 | 13,676 | 254 |
+//! | 2 | 15,484 | 871 | 14,035 | 1,848 | 13,666 | 209 |
+//! | 3 | 15,057 | 681 | 13,668 | 2,044 | 13,693 | 275 |
+//! | 4 | 13,927 | 1,428 | 13,135 | 3,329 | 13,219 | 1,328 |
+//! | 5 | 13,619 | 1,749 | 12,227 | 2,642 | 13,163 | 927 |
+//! | 6 | 12,802 | 2,747 | 12,181 | 5,212 | 12,659 | 1,632 |
+//! | 7 | 12,750 | 7,180 | 12,100 | 6,500 | 12,549 | 1,598 |
+//! | 9 | 12,570 | 10,996 | 11,973 | 39,196 | 12,438 | 6,804 |
+//! | 11 | | | 10,504 | 678,863 | 12,388 | 5,020 |
+//! | 19 | | | | | 11,902 | 236,232 |
 //!
-//! Uncached responses are compressed by tower-http at [`STREAM_LEVEL`] (cheap: a fresh page
-//! pays it every time); cached variants are compressed once, at the `STORED_*` levels, which
-//! cost more but are reused by every repeat.
+//! - Uncached responses (a fresh page pays this every time): gzip 3 (zlib's fast deflate; the
+//!   smallest of 1–3 at the same cost), brotli 1 (2 costs +65 % for −6 %, 3–4 twice the
+//!   time), zstd 1 (1–3 are alike). tower-http's defaults were gzip 6, brotli 4, zstd 3.
+//! - Cached variants (made once, sent to every repeat): gzip 6, brotli 5, zstd 7 — each the
+//!   knee of its curve (−15…18 % bytes against the cheap levels for 2–3 ms on a 150 KB page);
+//!   the next steps cost 2–250× more for ≤ 2 %.
+//! - tower-http still compresses what is not buffered (file bodies) at [`STREAM_LEVEL`].
 
 use bytes::Bytes;
 use std::io::Write;
 
-/// The quality tower-http compresses uncached responses with (every algorithm).
+/// The quality tower-http compresses file bodies with (every algorithm).
 pub const STREAM_LEVEL: i32 = 1;
-/// gzip level of cached variants.
-pub const STORED_GZIP: u32 = 6;
-/// brotli quality of cached variants.
-pub const STORED_BROTLI: u32 = 5;
-/// zstd level of cached variants.
-pub const STORED_ZSTD: i32 = 6;
+/// Levels of uncached buffered responses: (gzip, brotli, zstd).
+pub const CHEAP: (i32, i32, i32) = (3, 1, 1);
+/// Levels of the variants the response cache keeps: (gzip, brotli, zstd).
+pub const STORED: (i32, i32, i32) = (6, 5, 7);
 
 /// A content coding of a response body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -78,18 +90,22 @@ impl Coding {
         best.1
     }
 
-    /// `body` in this coding (identity: the same bytes).
+    /// `body` in this coding at the level for kept variants.
     pub fn compress(self, body: &Bytes) -> Bytes {
-        compress_at(self, body, self.stored_level())
+        compress_at(self, body, self.level(STORED))
     }
 
-    /// The level cached variants are stored at.
-    pub fn stored_level(self) -> i32 {
+    /// `body` in this coding at the level for responses sent once.
+    pub fn compress_cheaply(self, body: &Bytes) -> Bytes {
+        compress_at(self, body, self.level(CHEAP))
+    }
+
+    fn level(self, (gzip, brotli, zstd): (i32, i32, i32)) -> i32 {
         match self {
             Coding::Identity => 0,
-            Coding::Gzip => STORED_GZIP as i32,
-            Coding::Brotli => STORED_BROTLI as i32,
-            Coding::Zstd => STORED_ZSTD,
+            Coding::Gzip => gzip,
+            Coding::Brotli => brotli,
+            Coding::Zstd => zstd,
         }
     }
 }

@@ -182,8 +182,8 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     let page_label = req.page.row().metric_label;
     let class = pages::cost_class(&site, &req);
     let target = req.target.clone();
+    let coding = Coding::negotiate(header_text(header::ACCEPT_ENCODING));
     let cache_key = if app.responses.enabled() {
-        let coding = Coding::negotiate(header_text(header::ACCEPT_ENCODING));
         Key::for_request(&site, &req, coding)
     } else {
         None
@@ -246,7 +246,7 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         Some((waited, ran)),
     );
     if !matches!(page.body, pages::Body::File { .. }) {
-        return to_http(page, ());
+        return to_http(compress_once(page, coding).await, ());
     }
     match Arc::clone(&app.streams).try_acquire_owned() {
         Ok(slot) => to_http(page, slot),
@@ -299,6 +299,27 @@ impl App {
         self.responses.put(key, Arc::clone(&variant));
         variant
     }
+}
+
+/// A buffered page in `coding` at a cheap level (it is sent once); file bodies are left to
+/// tower-http.
+async fn compress_once(mut page: pages::Response, coding: Coding) -> pages::Response {
+    let pages::Body::Full(body) = &page.body else {
+        return page;
+    };
+    if coding == Coding::Identity || !compress::compressible(&page.content_type, body.len()) {
+        return page;
+    }
+    let body = body.clone();
+    let Ok(compressed) = tokio::task::spawn_blocking(move || coding.compress_cheaply(&body)).await
+    else {
+        return page;
+    };
+    page.body = pages::Body::Full(compressed);
+    page.headers
+        .push(("Content-Encoding", coding.name().to_string()));
+    page.headers.push(("Vary", "accept-encoding".to_string()));
+    page
 }
 
 /// The response for a cached entry: 304 when `If-None-Match` matches its validator (with the
