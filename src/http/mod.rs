@@ -205,6 +205,7 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         req.if_none_match = None;
     }
     let is_index = req.page == pages::Page::Index;
+    let validator_stripped = cache_key.is_some() && if_none_match.is_some();
     let rendered = render_scheduled(&app, &site, req, class, client::client_key(client)).await;
     let (page, waited, ran) = match rendered {
         Ok((page, waited, ran)) => (Arc::unwrap_or_clone(page), waited, ran),
@@ -230,6 +231,11 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         );
         return response;
     }
+    let page = if validator_stripped {
+        not_modified_if(page, if_none_match.as_deref().unwrap_or_default())
+    } else {
+        page
+    };
     app.metrics
         .observe(page_label, page.status, started.elapsed().as_secs_f64());
     let bytes = match &page.body {
@@ -299,6 +305,31 @@ impl App {
         self.responses.put(key, Arc::clone(&variant));
         variant
     }
+}
+
+/// The 304 a page rendered without its request's `If-None-Match` would have been, when the
+/// validator matches (a cacheable page that turned out not to be kept: partial, private).
+fn not_modified_if(page: pages::Response, if_none_match: &str) -> pages::Response {
+    if page.status != 200 {
+        return page;
+    }
+    let header = |name: &str| {
+        page.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.clone())
+    };
+    let Some(etag) = header("ETag") else {
+        return page;
+    };
+    if !response_cache::etag_matches(if_none_match, &etag) {
+        return page;
+    }
+    let mut not_modified = pages::Response::not_modified(etag);
+    if let Some(cc) = header("Cache-Control") {
+        not_modified.headers.push(("Cache-Control", cc));
+    }
+    not_modified
 }
 
 /// A buffered page in `coding` at a cheap level (it is sent once); file bodies are left to
@@ -472,4 +503,24 @@ pub async fn serve(app: Arc<App>, listener: tokio::net::TcpListener) -> std::io:
             let _ = tokio::signal::ctrl_c().await;
         })
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stripped_validator_still_gets_its_304() {
+        let mut page = pages::Response::html("partial".into());
+        page.headers.push(("ETag", "W/\"v\"".into()));
+        page.headers.push(("Cache-Control", "no-cache".into()));
+        let answer = not_modified_if(page.clone(), "W/\"v\"");
+        assert_eq!(answer.status, 304);
+        assert!(
+            answer
+                .headers
+                .contains(&("Cache-Control", "no-cache".into()))
+        );
+        assert_eq!(not_modified_if(page, "W/\"other\"").status, 200);
+    }
 }
