@@ -50,7 +50,9 @@ HEAD_ID=$(g rev-parse HEAD)
 SMALL=$(g log -n 200 --no-merges --format='%H' --shortstat | awk 'length($1)==40 && /^[0-9a-f]+$/ {id=$1; next} /changed/{n=$4+$6; if (n>=10 && n<=60 && !done) {print id; done=1}}')
 LARGE=$(g log -n 3000 --no-merges --format='%H' --shortstat | awk 'length($1)==40 && /^[0-9a-f]+$/ {id=$1; next} /changed/{n=$4+$6; if (n>best) {best=n; b=id}} END{print b}')
 FILE=$(g log -n 3000 --format= --name-only | grep -v '^$' | sort | uniq -c | sort -rn | awk 'NR==1{print $2}')
-DIR=$(dirname "$FILE")
+# The most-changed directory (not dirname "$FILE": a top-level file gives ".", a 404).
+DIR=$(g log -n 3000 --format= --name-only | grep / | sed 's|/[^/]*$||' | sort | uniq -c | sort -rn | awk 'NR==1{print $2}')
+DIR=${DIR:-.}
 TAG=$(g for-each-ref --sort=-creatordate --count=1 --format='%(refname:short)' refs/tags)
 SMALL=${SMALL:-$HEAD_ID}
 
@@ -80,7 +82,8 @@ median_ms() {
                     printf "%.3f", v; found=1 }
         END { if (!found) printf "n/a" }'
 }
-status() { curl -s -o /dev/null -w '%{http_code}' --max-time 60 "$1"; }
+# --path-as-is: the status of the URL wrk requests (curl would squash dot segments).
+status() { curl -s --path-as-is -o /dev/null -w '%{http_code}' --max-time 60 "$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a+0>0 && b+0>0) printf "%.1f", a/b; else printf "n/a" }'; }
 
 echo
