@@ -30,6 +30,10 @@ use tokio::sync::Semaphore;
 use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
 use tower_http::compression::{CompressionLayer, CompressionLevel};
 
+/// Bodies up to this size are compressed on the async thread at cheap levels (tens of µs, less
+/// than handing them to a blocking thread); larger ones on a blocking thread.
+const INLINE_COMPRESSION: usize = 16 << 10;
+
 /// File bodies (archives, clone files) being sent at once; each holds a blocking thread.
 const STREAM_PERMITS: usize = 64;
 
@@ -342,9 +346,15 @@ async fn compress_once(mut page: pages::Response, coding: Coding) -> pages::Resp
         return page;
     }
     let body = body.clone();
-    let Ok(compressed) = tokio::task::spawn_blocking(move || coding.compress_cheaply(&body)).await
-    else {
-        return page;
+    let compressed = if body.len() <= INLINE_COMPRESSION {
+        coding.compress_cheaply(&body)
+    } else {
+        let Ok(compressed) =
+            tokio::task::spawn_blocking(move || coding.compress_cheaply(&body)).await
+        else {
+            return page;
+        };
+        compressed
     };
     page.body = pages::Body::Full(compressed);
     page.headers
