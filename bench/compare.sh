@@ -6,12 +6,15 @@
 # usage: bench/compare.sh [REPO]      REPO: any git directory (e.g. a clone of git.git);
 #                                     default: a git.git-shaped corpus made by bench/make-corpus.py
 # env:   DUR=3 (seconds per latency run), TDUR=5 (seconds per throughput run), CRAWL=20000 (ids;
-#        more than a throughput run requests, so every crawler request is a new commit)
+#        more than a throughput run requests, so every crawler request is a new commit),
+#        AE= (an Accept-Encoding for every request, e.g. AE=gzip; default none),
+#        RESPONSE_CACHE_SIZE= (cgitd's response-cache-size; 0 measures rendering every time)
 # Only 127.0.0.1 is ever contacted; every load run is bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-DUR=${DUR:-3}; TDUR=${TDUR:-5}; CRAWL=${CRAWL:-20000}
+DUR=${DUR:-3}; TDUR=${TDUR:-5}; CRAWL=${CRAWL:-20000}; AE=${AE:-}
+WRK_H=(); [ -z "$AE" ] || WRK_H=(-H "Accept-Encoding: $AE")
 CGIT_PORT=${CGIT_PORT:-8081}; CGITD_PORT=${CGITD_PORT:-8082}
 STATE=${STATE:-/tmp/cgitd-bench}
 mkdir -p "$STATE"
@@ -30,6 +33,8 @@ PORT=$CGIT_PORT CGIT_REPO=$REPO CGIT_STATE=$STATE/cgit "$BASELINE" start
 
 cat > "$STATE/cgitrc" <<RC
 virtual-root=/
+metrics-path=/metrics
+${RESPONSE_CACHE_SIZE:+response-cache-size=$RESPONSE_CACHE_SIZE}
 snapshots=tar.gz
 repo.url=git
 repo.path=$REPO
@@ -45,7 +50,9 @@ HEAD_ID=$(g rev-parse HEAD)
 SMALL=$(g log -n 200 --no-merges --format='%H' --shortstat | awk 'length($1)==40 && /^[0-9a-f]+$/ {id=$1; next} /changed/{n=$4+$6; if (n>=10 && n<=60 && !done) {print id; done=1}}')
 LARGE=$(g log -n 3000 --no-merges --format='%H' --shortstat | awk 'length($1)==40 && /^[0-9a-f]+$/ {id=$1; next} /changed/{n=$4+$6; if (n>best) {best=n; b=id}} END{print b}')
 FILE=$(g log -n 3000 --format= --name-only | grep -v '^$' | sort | uniq -c | sort -rn | awk 'NR==1{print $2}')
-DIR=$(dirname "$FILE")
+# The most-changed directory (not dirname "$FILE": a top-level file gives ".", a 404).
+DIR=$(g log -n 3000 --format= --name-only | grep / | sed 's|/[^/]*$||' | sort | uniq -c | sort -rn | awk 'NR==1{print $2}')
+DIR=${DIR:-.}
 TAG=$(g for-each-ref --sort=-creatordate --count=1 --format='%(refname:short)' refs/tags)
 SMALL=${SMALL:-$HEAD_ID}
 
@@ -69,18 +76,20 @@ info-refs /git/info/refs"
 
 # median latency in ms of one URL, one connection, DUR seconds
 median_ms() {
-    wrk -t1 -c1 -d"${DUR}s" --timeout 30s --latency "$1" 2>/dev/null | awk '
+    wrk -t1 -c1 -d"${DUR}s" --timeout 30s --latency "${WRK_H[@]}" "$1" 2>/dev/null | awk '
         $1=="50%" { v=$2; u=v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
                     if (u=="us") v/=1000; else if (u=="s") v*=1000; else if (u=="m") v*=60000;
                     printf "%.3f", v; found=1 }
         END { if (!found) printf "n/a" }'
 }
-status() { curl -s -o /dev/null -w '%{http_code}' --max-time 60 "$1"; }
+# --path-as-is: the status of the URL wrk requests (curl would squash dot segments).
+status() { curl -s --path-as-is -o /dev/null -w '%{http_code}' --max-time 60 "$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a+0>0 && b+0>0) printf "%.1f", a/b; else printf "n/a" }'; }
 
 echo
 echo "repository: $REPO ($(g rev-list --count HEAD) commits on HEAD, $(g for-each-ref refs/tags | wc -l) tags)"
 echo "cgit: Debian $(dpkg-query -W -f='${Version}' cgit 2>/dev/null) as CGI under lighttpd; cgitd: release build"
+echo "Accept-Encoding: ${AE:-(none)}; cgitd response-cache-size: ${RESPONSE_CACHE_SIZE:-default}"
 echo
 printf '| %-13s | %-9s | %12s | %12s | %7s |\n' page "status" "cgit ms" "cgitd ms" ratio
 printf '|%s|\n' "---------------|-----------|--------------|--------------|---------"
@@ -92,7 +101,7 @@ while read -r name path; do
     printf '| %-13s | %-9s | %12s | %12s | %7s |\n' "$name" "$cs/$ds" "$c" "$d" "$r"
 done <<< "$PAGES"
 
-rps() { wrk -t2 -c8 -d"${TDUR}s" --timeout 30s "$@" 2>/dev/null | awk '/Requests\/sec/ {printf "%.0f", $2}'; }
+rps() { wrk -t2 -c8 -d"${TDUR}s" --timeout 30s "${WRK_H[@]}" "$@" 2>/dev/null | awk '/Requests\/sec/ {printf "%.0f", $2}'; }
 echo
 printf '| %-22s | %10s | %10s | %7s |\n' "throughput (req/s)" cgit cgitd ratio
 printf '|%s|\n' "------------------------|------------|------------|---------"
@@ -114,6 +123,7 @@ LUA
 c=$(rps -s "$STATE/crawl.lua" "http://127.0.0.1:$CGIT_PORT/"); d=$(rps -s "$STATE/crawl.lua" "http://127.0.0.1:$CGITD_PORT/")
 printf '| %-22s | %10s | %10s | %7s |\n' "crawler (distinct ids)" "$c" "$d" "$(ratio "$d" "$c")"
 echo
+curl -s "http://127.0.0.1:$CGITD_PORT/metrics" | grep -E '^cgitd_response_cache_(hits|misses|evictions)_total|^cgitd_response_cache_bytes' | sed 's/^/cgitd: /'
 grep -E 'VmRSS|RssAnon|RssFile' /proc/$CGITD_PID/status | tr -s ' \t' ' ' | sed 's/^/cgitd after the run: /'
 sleep 10
 grep -E 'RssAnon' /proc/$CGITD_PID/status | tr -s ' \t' ' ' | sed 's/^/cgitd 10 s later (idle): /'

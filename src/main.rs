@@ -240,6 +240,7 @@ fn print_globals(g: &cgitd::config::Globals) {
         g.ttl.root, g.ttl.repo, g.ttl.dynamic, g.ttl.r#static, g.ttl.about, g.ttl.snapshot
     );
     println!("  fragment-cache-size      {}", g.fragment_cache_size);
+    println!("  response-cache-size      {}", g.response_cache_size);
     println!(
         "  metrics-path             {}",
         g.metrics_path.as_deref().unwrap_or("(off)")

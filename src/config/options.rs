@@ -177,6 +177,8 @@ pub struct Globals {
     pub strict_export: Option<String>,
     /// cgitd: byte budget of the rendered-fragment cache.
     pub fragment_cache_size: usize,
+    /// cgitd: byte budget of the whole-response cache (0 turns it off).
+    pub response_cache_size: usize,
     /// cgitd: path of the Prometheus metrics endpoint, if enabled.
     pub metrics_path: Option<String>,
     /// cgitd: signature line at the end of each patch.
@@ -269,6 +271,7 @@ impl Default for Globals {
             enable_git_config: false,
             strict_export: None,
             fragment_cache_size: 64 << 20,
+            response_cache_size: 64 << 20,
             metrics_path: None,
             scheduling: Scheduling::default(),
             trusted_proxies: Vec::new(),

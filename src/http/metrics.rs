@@ -1,6 +1,7 @@
 //! Prometheus metrics: requests and latency per page, the scheduler's queues per cost class,
 //! fragment cache counters, ref snapshot rebuilds and pages cut short by their work budget.
 
+use super::response_cache::Stats as ResponseStats;
 use super::scheduler::Scheduler;
 use crate::pages::Site;
 use prometheus_client::encoding::prometheus_text::encode;
@@ -23,7 +24,7 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    pub fn new(site: &Site, scheduler: &Scheduler) -> Metrics {
+    pub fn new(site: &Site, scheduler: &Scheduler, responses: &ResponseStats) -> Metrics {
         let cache = &site.fragments.stats;
         let mut registry = Registry::with_prefix("cgitd");
         let requests = Family::<Labels, Counter>::default();
@@ -55,6 +56,26 @@ impl Metrics {
             "fragment_cache_evictions",
             "Fragments evicted to stay within the byte budget",
             cache.evictions.clone(),
+        );
+        registry.register(
+            "response_cache_hits",
+            "Requests answered from the response cache (no rendering)",
+            responses.hits.clone(),
+        );
+        registry.register(
+            "response_cache_misses",
+            "Requests for a cacheable page that were rendered",
+            responses.misses.clone(),
+        );
+        registry.register(
+            "response_cache_evictions",
+            "Responses evicted to stay within the byte budget",
+            responses.evictions.clone(),
+        );
+        registry.register(
+            "response_cache_bytes",
+            "Bytes held by the response cache",
+            responses.bytes.clone(),
         );
         registry.register(
             "ref_snapshot_rebuilds",

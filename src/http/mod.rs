@@ -2,8 +2,10 @@
 //! sharing identical renders, access log, and configuration reloads.
 
 mod client;
+pub mod compress;
 mod metrics;
 mod range;
+pub mod response_cache;
 pub mod scheduler;
 pub mod single_flight;
 mod static_dir;
@@ -18,6 +20,8 @@ use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use compress::Coding;
+use response_cache::{Entry, Key, ResponseCache};
 use scheduler::{Limits, Scheduler, Shed, ShedReason};
 use single_flight::SingleFlight;
 use std::net::SocketAddr;
@@ -25,8 +29,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
-use tower_http::compression::CompressionLayer;
 use tower_http::compression::predicate::{DefaultPredicate, NotForContentType, Predicate};
+use tower_http::compression::{CompressionLayer, CompressionLevel};
+
+/// Bodies up to this size are compressed on the async thread at cheap levels (tens of µs, less
+/// than handing them to a blocking thread); larger ones on a blocking thread.
+const INLINE_COMPRESSION: usize = 16 << 10;
 
 /// File bodies (archives, clone files) being sent at once; each holds a blocking thread.
 const STREAM_PERMITS: usize = 64;
@@ -42,6 +50,8 @@ pub struct App {
     scheduler: Arc<Scheduler>,
     flights: SingleFlight<(u64, PageRequest), Rendered>,
     streams: Arc<Semaphore>,
+    /// Whole responses of repeated pages (cleared on reload).
+    responses: ResponseCache,
     metrics: metrics::Metrics,
     requests: AtomicU64,
     config_path: Option<std::path::PathBuf>,
@@ -73,13 +83,15 @@ pub fn scheduler_limits(options: &Scheduling) -> Limits {
 impl App {
     pub fn new(config: Config, config_path: Option<std::path::PathBuf>) -> Arc<App> {
         let scheduler = Scheduler::new(scheduler_limits(&config.globals.scheduling));
+        let responses = ResponseCache::new(config.globals.response_cache_size);
         let site = Site::new(config);
-        let metrics = metrics::Metrics::new(&site, &scheduler);
+        let metrics = metrics::Metrics::new(&site, &scheduler, &responses.stats);
         Arc::new(App {
             site: RwLock::new(Arc::new(site)),
             scheduler,
             flights: SingleFlight::new(),
             streams: Arc::new(Semaphore::new(STREAM_PERMITS)),
+            responses,
             metrics,
             requests: AtomicU64::new(0),
             config_path,
@@ -114,6 +126,7 @@ impl App {
             cutoffs: old.cutoffs.clone(),
         };
         *self.site.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(site);
+        self.responses.clear();
         Ok(())
     }
 }
@@ -131,7 +144,11 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .and(whole);
     axum::Router::new()
         .fallback(handle)
-        .layer(CompressionLayer::new().compress_when(compressible))
+        .layer(
+            CompressionLayer::new()
+                .quality(CompressionLevel::Precise(compress::STREAM_LEVEL))
+                .compress_when(compressible),
+        )
         .with_state(app)
 }
 
@@ -180,23 +197,86 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     let page_label = page_kind.row().metric_label;
     let class = pages::cost_class(&site, &req);
     let target = req.target.clone();
+    let coding = Coding::negotiate(header_text(header::ACCEPT_ENCODING));
+    // A byte range is cut from the whole response, which the response cache does not hold.
+    let range = header_text(header::RANGE);
+    let ranged = range::accepts_ranges(page_kind);
+    let cache_key = if app.responses.enabled() && !(ranged && range.is_some()) {
+        Key::for_request(&site, &req, coding)
+    } else {
+        None
+    };
+    let if_none_match = req.if_none_match.clone();
+    if let Some(key) = &cache_key {
+        if let Some(entry) = app.cached(key).await {
+            app.responses.stats.hits.inc();
+            let response = entry_response(&entry, if_none_match.as_deref());
+            let status = response.status().as_u16();
+            app.metrics
+                .observe(page_label, status, started.elapsed().as_secs_f64());
+            let bytes = entry.body.len() as u64;
+            app.access_log(&site, client, class, &target, status, bytes, None);
+            return response;
+        }
+        app.responses.stats.misses.inc();
+        // Rendered whole, so that the cache gets the page; the validator is compared here.
+        req.if_none_match = None;
+    }
+    let is_index = req.page == pages::Page::Index;
+    let validator_stripped = cache_key.is_some() && if_none_match.is_some();
     let rendered = render_scheduled(&app, &site, req, class, client::client_key(client)).await;
     let (mut page, waited, ran) = match rendered {
         Ok((page, waited, ran)) => (Arc::unwrap_or_clone(page), waited, ran),
         Err(shed) => (shed_page(&site, shed), Duration::ZERO, Duration::ZERO),
     };
-    if range::accepts_ranges(page_kind) {
-        page = range::apply(
-            page,
-            header_text(header::RANGE),
-            header_text(header::IF_RANGE),
+    if ranged {
+        range::advertise(&mut page);
+    }
+    if let Some(key) = cache_key
+        && let Some(entry) = Entry::from_page(&page, is_index)
+    {
+        let entry = app.keep(key, entry).await;
+        let response = entry_response(&entry, if_none_match.as_deref());
+        let status = response.status().as_u16();
+        app.metrics
+            .observe(page_label, status, started.elapsed().as_secs_f64());
+        let bytes = entry.body.len() as u64;
+        app.access_log(
+            &site,
+            client,
+            class,
+            &target,
+            status,
+            bytes,
+            Some((waited, ran)),
         );
+        return response;
+    }
+    let mut page = if validator_stripped {
+        not_modified_if(page, if_none_match.as_deref().unwrap_or_default())
+    } else {
+        page
+    };
+    if ranged {
+        page = range::apply(page, range, header_text(header::IF_RANGE));
     }
     app.metrics
         .observe(page_label, page.status, started.elapsed().as_secs_f64());
-    app.access_log(&site, client, class, &target, &page, waited, ran);
+    let bytes = match &page.body {
+        pages::Body::Full(bytes) => bytes.len() as u64,
+        pages::Body::File { len, .. } => *len,
+    };
+    app.access_log(
+        &site,
+        client,
+        class,
+        &target,
+        page.status,
+        bytes,
+        Some((waited, ran)),
+    );
     if !matches!(page.body, pages::Body::File { .. }) {
-        return to_http(page, ());
+        return to_http(compress_once(page, coding).await, ());
     }
     match Arc::clone(&app.streams).try_acquire_owned() {
         Ok(slot) => to_http(page, slot),
@@ -205,6 +285,123 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
             (),
         ),
     }
+}
+
+impl App {
+    /// The cached response for `key`; a compressed variant not kept yet is made from the
+    /// cached uncompressed response (off the async threads) and kept.
+    async fn cached(&self, key: &Key) -> Option<Arc<Entry>> {
+        if let Some(entry) = self.responses.get(key) {
+            return Some(entry);
+        }
+        if key.coding() == Coding::Identity {
+            return None;
+        }
+        let plain = self.responses.get(&key.with_coding(Coding::Identity))?;
+        Some(self.keep_variant(key.clone(), plain).await)
+    }
+
+    /// Keeps a rendered page's entry under the uncompressed key and, when `key` asks for a
+    /// coding, its compressed variant too; returns what answers this request.
+    async fn keep(&self, key: Key, entry: Entry) -> Arc<Entry> {
+        let plain = Arc::new(entry);
+        let coding = key.coding();
+        self.responses
+            .put(key.with_coding(Coding::Identity), Arc::clone(&plain));
+        if coding == Coding::Identity {
+            return plain;
+        }
+        self.keep_variant(key, plain).await
+    }
+
+    /// Compresses `plain` for `key`'s coding (when its type is worth it) and keeps it.
+    async fn keep_variant(&self, key: Key, plain: Arc<Entry>) -> Arc<Entry> {
+        if !compress::compressible(&plain.content_type, plain.body.len()) {
+            return plain;
+        }
+        let coding = key.coding();
+        let source = Arc::clone(&plain);
+        let Ok(variant) = tokio::task::spawn_blocking(move || source.compressed(coding)).await
+        else {
+            return plain;
+        };
+        let variant = Arc::new(variant);
+        self.responses.put(key, Arc::clone(&variant));
+        variant
+    }
+}
+
+/// The 304 a page rendered without its request's `If-None-Match` would have been, when the
+/// validator matches (a cacheable page that turned out not to be kept: partial, private).
+fn not_modified_if(page: pages::Response, if_none_match: &str) -> pages::Response {
+    if page.status != 200 {
+        return page;
+    }
+    let header = |name: &str| {
+        page.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.clone())
+    };
+    let Some(etag) = header("ETag") else {
+        return page;
+    };
+    if !response_cache::etag_matches(if_none_match, &etag) {
+        return page;
+    }
+    let mut not_modified = pages::Response::not_modified(etag);
+    if let Some(cc) = header("Cache-Control") {
+        not_modified.headers.push(("Cache-Control", cc));
+    }
+    not_modified
+}
+
+/// A buffered page in `coding` at a cheap level (it is sent once); file bodies are left to
+/// tower-http.
+async fn compress_once(mut page: pages::Response, coding: Coding) -> pages::Response {
+    let pages::Body::Full(body) = &page.body else {
+        return page;
+    };
+    // A byte range counts bytes of the uncompressed body: it is sent as it is.
+    if page.status == 206 {
+        return page;
+    }
+    if coding == Coding::Identity || !compress::compressible(&page.content_type, body.len()) {
+        return page;
+    }
+    let body = body.clone();
+    let compressed = if body.len() <= INLINE_COMPRESSION {
+        coding.compress_cheaply(&body)
+    } else {
+        let Ok(compressed) =
+            tokio::task::spawn_blocking(move || coding.compress_cheaply(&body)).await
+        else {
+            return page;
+        };
+        compressed
+    };
+    page.body = pages::Body::Full(compressed);
+    page.headers
+        .push(("Content-Encoding", coding.name().to_string()));
+    page.headers.push(("Vary", "accept-encoding".to_string()));
+    page
+}
+
+/// The response for a cached entry: 304 when `If-None-Match` matches its validator (with the
+/// headers a rendered 304 has), else the entry's headers and body.
+fn entry_response(entry: &Entry, if_none_match: Option<&str>) -> Response {
+    if let (Some(inm), Some(etag)) = (if_none_match, &entry.etag)
+        && response_cache::etag_matches(inm, etag)
+    {
+        let mut page = pages::Response::not_modified(etag.clone());
+        if let Some(cc) = &entry.cache_control {
+            page.headers.push(("Cache-Control", cc.clone()));
+        }
+        return to_http(page, ());
+    }
+    let mut response = Response::new(Body::from(entry.body.clone()));
+    *response.headers_mut() = entry.headers.clone();
+    response
 }
 
 /// Renders on a git worker in the request's cost class; a request identical to one already
@@ -250,9 +447,9 @@ impl App {
         client: std::net::IpAddr,
         class: CostClass,
         target: &str,
-        page: &pages::Response,
-        waited: Duration,
-        ran: Duration,
+        status: u16,
+        bytes: u64,
+        rendered: Option<(Duration, Duration)>,
     ) {
         let sample = site.config.globals.access_log_sample;
         if sample == 0
@@ -263,17 +460,15 @@ impl App {
         {
             return;
         }
-        let bytes = match &page.body {
-            pages::Body::Full(bytes) => bytes.len() as u64,
-            pages::Body::File { len, .. } => *len,
-        };
+        let (waited, ran) = rendered.unwrap_or_default();
         tracing::info!(
             target: "cgitd::access",
             %client,
             class = class.label(),
+            cached = rendered.is_none(),
             wait_ms = waited.as_secs_f64() * 1e3,
             render_ms = ran.as_secs_f64() * 1e3,
-            status = page.status,
+            status,
             bytes,
             "{target}"
         );
@@ -351,4 +546,24 @@ pub async fn serve(app: Arc<App>, listener: tokio::net::TcpListener) -> std::io:
             let _ = tokio::signal::ctrl_c().await;
         })
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stripped_validator_still_gets_its_304() {
+        let mut page = pages::Response::html("partial".into());
+        page.headers.push(("ETag", "W/\"v\"".into()));
+        page.headers.push(("Cache-Control", "no-cache".into()));
+        let answer = not_modified_if(page.clone(), "W/\"v\"");
+        assert_eq!(answer.status, 304);
+        assert!(
+            answer
+                .headers
+                .contains(&("Cache-Control", "no-cache".into()))
+        );
+        assert_eq!(not_modified_if(page, "W/\"other\"").status, 200);
+    }
 }

@@ -14,17 +14,20 @@ pub fn accepts_ranges(page: Page) -> bool {
     )
 }
 
+/// Says on a successful response that it may be asked for in parts.
+pub fn advertise(response: &mut pages::Response) {
+    if response.status == 200 {
+        response.headers.push(("Accept-Ranges", "bytes".into()));
+    }
+}
+
 /// `response` cut to the range asked for, when there is one and `If-Range` allows it.
 pub fn apply(
     mut response: pages::Response,
     range: Option<&str>,
     if_range: Option<&str>,
 ) -> pages::Response {
-    if response.status != 200 {
-        return response;
-    }
-    response.headers.push(("Accept-Ranges", "bytes".into()));
-    let Some(range) = range else {
+    let Some(range) = range.filter(|_| response.status == 200) else {
         return response;
     };
     if if_range.is_some_and(|v| !validator_matches(&response, v)) {

@@ -119,6 +119,13 @@ impl RepoState {
         self.git.refs(repo)
     }
 
+    /// The version the current ref snapshot has (or the next one will have, when the refs
+    /// changed since it was built), without a git handle: the rate-limited stamp check alone.
+    /// A page rendered after this call uses a snapshot at least as new.
+    pub fn refs_version(&self) -> Result<u64, RepoError> {
+        self.git.refs_version()
+    }
+
     /// cgit's default branch: `repo.defbranch`, else the branch HEAD points to, else `master`.
     pub fn defbranch(&self, refs: &RefSnapshot) -> String {
         self.config
@@ -250,6 +257,23 @@ impl GitRepo {
             }
         }
         cached.as_ref().and_then(|c| c.filters.clone())
+    }
+
+    fn refs_version(&self) -> Result<u64, RepoError> {
+        let mut cached = self.refs.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = cached.as_mut() {
+            if c.checked.elapsed() < REF_CHECK_INTERVAL {
+                return Ok(c.snapshot.version);
+            }
+            let now = stamp::RefStamp::read(&self.path)?;
+            if now == c.stamp {
+                c.checked = Instant::now();
+                return Ok(c.snapshot.version);
+            }
+            // Changed: `checked` stays stale, so the next `refs` re-reads and rebuilds.
+            return Ok(now.version());
+        }
+        Ok(stamp::RefStamp::read(&self.path)?.version())
     }
 
     fn refs(&self, repo: &gix::Repository) -> Result<Arc<RefSnapshot>, RepoError> {
