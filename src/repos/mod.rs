@@ -1,9 +1,11 @@
 //! Resident repository state: each configured repository opened once with gix, a pool of warm
 //! handles, and the ref snapshot kept fresh by cheap change detection.
 
+mod digest;
 mod refs;
 mod stamp;
 
+pub use digest::ContentHash;
 pub use refs::{Branch, Decoration, DecorationKind, RefEntry, RefSnapshot, Tag};
 
 use crate::config::{Config, RepoConfig};
@@ -78,6 +80,7 @@ impl Repos {
             }
         }
         let mut by_url = HashMap::new();
+        let globals = digest::globals_hash(&config.globals);
         for cfg in config.repos.iter().filter(|r| !r.ignore) {
             let git_dir = git_dir_of(&cfg.path);
             let git = Arc::clone(
@@ -88,6 +91,8 @@ impl Repos {
             let state = RepoState {
                 config: Arc::clone(cfg),
                 git,
+                globals_hash: globals,
+                config_hash: OnceLock::new(),
             };
             by_url.entry(cfg.url.clone()).or_insert(Arc::new(state));
         }
@@ -106,9 +111,19 @@ impl Repos {
 pub struct RepoState {
     pub config: Arc<RepoConfig>,
     git: Arc<GitRepo>,
+    globals_hash: u128,
+    config_hash: OnceLock<u128>,
 }
 
 impl RepoState {
+    /// A content hash of everything in the configuration this repository's pages render with
+    /// (globals and its own options, not its path on disk), for validators; computed on first use.
+    pub fn config_hash(&self) -> u128 {
+        *self
+            .config_hash
+            .get_or_init(|| digest::repo_config_hash(self.globals_hash, &self.config))
+    }
+
     /// Runs `f` with a warm gix handle of this repository.
     pub fn with_repo<R>(&self, f: impl FnOnce(&gix::Repository) -> R) -> Result<R, RepoError> {
         self.git.with_handle(f)
@@ -265,7 +280,7 @@ impl GitRepo {
             }
         }
         let stamp = stamp::RefStamp::read(&self.path)?;
-        let snapshot = Arc::new(RefSnapshot::build(repo, stamp.version())?);
+        let snapshot = Arc::new(RefSnapshot::build(repo)?);
         self.rebuilds.inc();
         *cached = Some(CachedRefs {
             snapshot: Arc::clone(&snapshot),

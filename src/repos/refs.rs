@@ -66,7 +66,8 @@ pub struct Decoration {
 /// All ref-derived data of a repository at one moment.
 #[derive(Debug, Default)]
 pub struct RefSnapshot {
-    /// Changes whenever the refs change (for ETags).
+    /// A hash of the ref values (HEAD's target and every ref's name, target and peeled id):
+    /// equal in every process that sees the same refs, so instances agree on ETags.
     pub version: u64,
     /// The branch HEAD points to, when it is one.
     pub head_branch: Option<String>,
@@ -82,16 +83,16 @@ pub struct RefSnapshot {
 }
 
 impl RefSnapshot {
-    pub fn build(repo: &gix::Repository, version: u64) -> Result<RefSnapshot, RepoError> {
-        let mut snap = RefSnapshot {
-            version,
-            ..RefSnapshot::default()
-        };
-        snap.head_branch = repo.head_name().ok().flatten().and_then(|n| {
+    pub fn build(repo: &gix::Repository) -> Result<RefSnapshot, RepoError> {
+        let head_branch = repo.head_name().ok().flatten().and_then(|n| {
             n.as_bstr()
                 .strip_prefix(b"refs/heads/")
                 .map(|s| s.to_str_lossy().into_owned())
         });
+        let mut snap = RefSnapshot {
+            head_branch,
+            ..RefSnapshot::default()
+        };
         let platform = repo.references().map_err(RepoError::refs)?;
         for reference in platform.all().map_err(RepoError::refs)? {
             let Ok(reference) = reference else { continue };
@@ -107,10 +108,12 @@ impl RefSnapshot {
             });
             snap.add(repo, &full, id, peeled.unwrap_or(id));
         }
-        if let Ok(head) = repo.head_id() {
-            snap.decorate(head.detach(), DecorationKind::Head, "HEAD", "HEAD");
+        let head_id = repo.head_id().ok().map(|id| id.detach());
+        if let Some(head) = head_id {
+            snap.decorate(head, DecorationKind::Head, "HEAD", "HEAD");
         }
         snap.all.sort_by(|a, b| a.name.cmp(&b.name));
+        snap.version = content_version(snap.head_branch.as_deref(), head_id, &snap.all);
         snap.branches.sort_by(|a, b| {
             b.committer_time
                 .seconds
@@ -204,6 +207,20 @@ impl RefSnapshot {
     pub fn tag(&self, name: &str) -> Option<&Tag> {
         self.tags.iter().find(|t| t.name == name)
     }
+}
+
+/// The content hash of a ref listing (`all` sorted by name): what HEAD names and points to, and
+/// every ref's name, target and peeled id. Never stat data, so copies and other processes agree.
+fn content_version(head_branch: Option<&str>, head: Option<ObjectId>, all: &[RefEntry]) -> u64 {
+    let mut h = super::ContentHash::new();
+    h.opt_str(head_branch);
+    h.bytes(head.as_ref().map_or(&[][..], |id| id.as_bytes()));
+    h.u64(all.len() as u64);
+    for r in all {
+        h.str(&r.name).bytes(r.id.as_bytes());
+        h.bytes(r.peeled.as_ref().map_or(&[][..], |id| id.as_bytes()));
+    }
+    h.finish() as u64
 }
 
 /// The peeled id of a ref: packed-refs' `^` line when present, else by reading tag headers

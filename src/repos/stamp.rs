@@ -2,12 +2,11 @@
 
 use super::RepoError;
 use std::fs;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 /// What the ref storage looked like at one moment; equal stamps mean unchanged refs.
-#[derive(Debug, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq)]
 pub(super) struct RefStamp {
     entries: Vec<(u64, i64, i64, u64)>,
 }
@@ -25,13 +24,6 @@ impl RefStamp {
         entries.push(fs::metadata(git_dir.join("packed-refs")).map_or((0, 0, 0, 0), |m| key(&m)));
         collect_dirs(&git_dir.join("refs"), &mut entries);
         Ok(RefStamp { entries })
-    }
-
-    /// A number that changes whenever the stamp does, for ETags.
-    pub(super) fn version(&self) -> u64 {
-        let mut h = DefaultHasher::new();
-        self.hash(&mut h);
-        h.finish()
     }
 }
 
