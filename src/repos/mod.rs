@@ -269,19 +269,27 @@ impl GitRepo {
 
     fn refs(&self, repo: &gix::Repository) -> Result<Arc<RefSnapshot>, RepoError> {
         let mut cached = self.refs.lock().unwrap_or_else(|e| e.into_inner());
+        let mut previous = None;
         if let Some(c) = cached.as_mut() {
             if c.checked.elapsed() < REF_CHECK_INTERVAL {
                 return Ok(Arc::clone(&c.snapshot));
             }
             let now = stamp::RefStamp::read(&self.path)?;
             c.checked = Instant::now();
-            if now == c.stamp {
+            // A racy stamp proves nothing: its refs are read again (git's racy-git rule).
+            if now == c.stamp && !c.stamp.is_racy() {
                 return Ok(Arc::clone(&c.snapshot));
             }
+            previous = Some(Arc::clone(&c.snapshot));
         }
+        // The stamp is read before the refs, so a change while they are read shows next time.
         let stamp = stamp::RefStamp::read(&self.path)?;
-        let snapshot = Arc::new(RefSnapshot::build(repo)?);
+        let built = RefSnapshot::build(repo)?;
         self.rebuilds.inc();
+        let snapshot = match previous {
+            Some(previous) if previous.version == built.version => previous,
+            _ => Arc::new(built),
+        };
         *cached = Some(CachedRefs {
             snapshot: Arc::clone(&snapshot),
             stamp,
