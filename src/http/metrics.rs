@@ -61,6 +61,11 @@ impl Metrics {
             "Ref snapshots rebuilt after ref changes",
             site.repos.snapshot_rebuilds.clone(),
         );
+        registry.register(
+            "object_stores_opened",
+            "Object stores opened, one per distinct objects directory (forks share their alternate's)",
+            site.repos.object_stores.opened.clone(),
+        );
         Metrics {
             registry,
             requests,

@@ -2,10 +2,12 @@
 //! handles, and the ref snapshot kept fresh by cheap change detection.
 
 mod digest;
+mod objects;
 mod refs;
 mod stamp;
 
 pub use digest::ContentHash;
+pub use objects::ObjectStores;
 pub use refs::{Branch, Decoration, DecorationKind, RefEntry, RefSnapshot, Tag};
 
 use crate::config::{Config, RepoConfig};
@@ -64,6 +66,8 @@ pub struct Repos {
     by_url: HashMap<String, Arc<RepoState>>,
     /// Ref snapshot rebuilds, over all repositories (a metric).
     pub snapshot_rebuilds: Counter,
+    /// The opened object stores, one per distinct object source (kept across reloads).
+    pub object_stores: Arc<ObjectStores>,
 }
 
 impl Repos {
@@ -72,6 +76,9 @@ impl Repos {
     pub fn new(config: &Config, previous: Option<&Repos>) -> Repos {
         let snapshot_rebuilds = previous
             .map(|p| p.snapshot_rebuilds.clone())
+            .unwrap_or_default();
+        let object_stores = previous
+            .map(|p| Arc::clone(&p.object_stores))
             .unwrap_or_default();
         let mut by_path: HashMap<PathBuf, Arc<GitRepo>> = HashMap::new();
         if let Some(prev) = previous {
@@ -83,11 +90,13 @@ impl Repos {
         let globals = digest::globals_hash(&config.globals);
         for cfg in config.repos.iter().filter(|r| !r.ignore) {
             let git_dir = git_dir_of(&cfg.path);
-            let git = Arc::clone(
-                by_path
-                    .entry(git_dir.clone())
-                    .or_insert_with(|| Arc::new(GitRepo::new(git_dir, snapshot_rebuilds.clone()))),
-            );
+            let git = Arc::clone(by_path.entry(git_dir.clone()).or_insert_with(|| {
+                Arc::new(GitRepo::new(
+                    git_dir,
+                    snapshot_rebuilds.clone(),
+                    Arc::clone(&object_stores),
+                ))
+            }));
             let state = RepoState {
                 config: Arc::clone(cfg),
                 git,
@@ -99,6 +108,7 @@ impl Repos {
         Repos {
             by_url,
             snapshot_rebuilds,
+            object_stores,
         }
     }
 
@@ -152,6 +162,15 @@ impl RepoState {
     pub fn git_dir(&self) -> &Path {
         &self.git.path
     }
+
+    /// The objects directory whose (shared) store serves this repository, once opened.
+    pub fn object_source(&self) -> Option<PathBuf> {
+        let opened = self.git.opened.lock().unwrap_or_else(|e| e.into_inner());
+        match opened.as_ref() {
+            Some(Ok(o)) => Some(o.source.key.clone()),
+            _ => None,
+        }
+    }
 }
 
 /// The git directory of a configured path: the path itself, or a work tree's `.git`.
@@ -167,8 +186,10 @@ fn git_dir_of(path: &Path) -> PathBuf {
 /// The git side of a repository, shared by every configuration that names its path.
 struct GitRepo {
     path: PathBuf,
-    opened: OnceLock<Result<gix::ThreadSafeRepository, RepoError>>,
-    handles: Mutex<Vec<gix::Repository>>,
+    stores: Arc<ObjectStores>,
+    opened: Mutex<Option<Result<Arc<Opened>, RepoError>>>,
+    /// Pooled handles, with the generation of the [`Opened`] they come from.
+    handles: Mutex<Vec<(u64, gix::Repository)>>,
     refs: Mutex<Option<CachedRefs>>,
     rebuilds: Counter,
     bloom: Mutex<Option<CachedBloom>>,
@@ -193,55 +214,122 @@ fn bloom_stamp(git_dir: &Path) -> Vec<Option<(u64, i64, i64)>> {
         .collect()
 }
 
+/// The opened repository: gix's thread-safe repository with its object store replaced by the
+/// store of its object source (shared with every repository of the same source).
+struct Opened {
+    repo: gix::ThreadSafeRepository,
+    source: objects::ObjectSource,
+    store: Arc<objects::SharedStore>,
+    /// Counts reopenings, so handles of an earlier opening are not pooled again.
+    generation: u64,
+    /// When a borrowed source was last checked for objects of the repository's own.
+    checked: Mutex<Instant>,
+}
+
 struct CachedRefs {
     snapshot: Arc<RefSnapshot>,
     stamp: stamp::RefStamp,
     checked: Instant,
 }
 
+impl Opened {
+    /// Whether a check for own objects is due (and if so, that it is being done now).
+    fn check_due(&self, force: bool) -> bool {
+        let mut checked = self.checked.lock().unwrap_or_else(|e| e.into_inner());
+        if !force && checked.elapsed() < REF_CHECK_INTERVAL {
+            return false;
+        }
+        *checked = Instant::now();
+        true
+    }
+}
+
 impl GitRepo {
-    fn new(path: PathBuf, rebuilds: Counter) -> GitRepo {
+    fn new(path: PathBuf, rebuilds: Counter, stores: Arc<ObjectStores>) -> GitRepo {
         GitRepo {
             rebuilds,
             path,
-            opened: OnceLock::new(),
+            stores,
+            opened: Mutex::new(None),
             handles: Mutex::new(Vec::new()),
             refs: Mutex::new(None),
             bloom: Mutex::new(None),
         }
     }
 
-    fn open(&self) -> Result<&gix::ThreadSafeRepository, RepoError> {
-        self.opened
-            .get_or_init(|| {
-                let options = gix::open::Options::isolated()
-                    .open_path_as_is(true)
-                    .config_overrides([DELTA_BASE_CACHE]);
-                gix::ThreadSafeRepository::open_opts(&self.path, options).map_err(|e| {
-                    RepoError::Open {
-                        path: self.path.clone(),
-                        source: Arc::new(e),
-                    }
-                })
-            })
-            .as_ref()
-            .map_err(Clone::clone)
+    fn open_now(&self, generation: u64) -> Result<Arc<Opened>, RepoError> {
+        let options = gix::open::Options::isolated()
+            .open_path_as_is(true)
+            .config_overrides([DELTA_BASE_CACHE]);
+        let open_error = |e: gix::Error| RepoError::Open {
+            path: self.path.clone(),
+            source: Arc::new(e),
+        };
+        let mut repo =
+            gix::ThreadSafeRepository::open_opts(&self.path, options).map_err(open_error)?;
+        let source = objects::ObjectSource::of(&self.path);
+        let store = self
+            .stores
+            .get(&source, &repo.objects)
+            .map_err(|e| open_error(gix::Error::from_error(e)))?;
+        // The repository's own store has loaded nothing yet (gix loads indices on first use).
+        repo.objects = Arc::clone(&store.store);
+        Ok(Arc::new(Opened {
+            repo,
+            source,
+            store,
+            generation,
+            checked: Mutex::new(Instant::now()),
+        }))
+    }
+
+    /// The opened repository. A fork served by its alternate's store is checked (at most every
+    /// [`REF_CHECK_INTERVAL`], or at once with `force`) for objects of its own — a push to it —
+    /// and then reopened with its own store.
+    fn open(&self, force: bool) -> Result<Arc<Opened>, RepoError> {
+        let mut slot = self.opened.lock().unwrap_or_else(|e| e.into_inner());
+        let generation = match slot.as_ref() {
+            None => 0,
+            Some(Err(e)) => return Err(e.clone()),
+            Some(Ok(opened)) => {
+                if !opened.source.borrowed || !opened.check_due(force) {
+                    return Ok(Arc::clone(opened));
+                }
+                if objects::ObjectSource::of(&self.path) == opened.source {
+                    return Ok(Arc::clone(opened));
+                }
+                opened.generation + 1
+            }
+        };
+        let opened = self.open_now(generation);
+        *slot = Some(opened.clone());
+        opened
     }
 
     fn with_handle<R>(&self, f: impl FnOnce(&gix::Repository) -> R) -> Result<R, RepoError> {
+        let opened = self.open(false)?;
         let pooled = self.handles.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let repo = match pooled {
-            Some(repo) => repo,
-            None => {
-                let mut repo = self.open()?.to_thread_local();
+        let mut repo = match pooled {
+            Some((generation, repo)) if generation == opened.generation => repo,
+            _ => {
+                let mut repo = opened.repo.to_thread_local();
                 repo.object_cache_size(OBJECT_CACHE_BYTES);
                 repo
             }
         };
+        // Object access with warm caches, shared by every repository of this store.
+        let own = opened
+            .store
+            .checkout()
+            .map(|warm| std::mem::replace(&mut repo.objects, warm));
         let result = f(&repo);
+        let own = own.unwrap_or_else(|| repo.objects.clone());
+        opened
+            .store
+            .checkin(std::mem::replace(&mut repo.objects, own));
         let mut handles = self.handles.lock().unwrap_or_else(|e| e.into_inner());
         if handles.len() < MAX_POOLED_HANDLES {
-            handles.push(repo);
+            handles.push((opened.generation, repo));
         }
         Ok(result)
     }
@@ -284,6 +372,16 @@ impl GitRepo {
         }
         // The stamp is read before the refs, so a change while they are read shows next time.
         let stamp = stamp::RefStamp::read(&self.path)?;
+        // New refs of a fork served by its alternate's store may name objects pushed into the
+        // fork itself (objects are written before refs): then read them with its own store.
+        let opened = self.open(true)?;
+        let reopened;
+        let repo = if opened.store.store.path() == repo.objects.store_ref().path() {
+            repo
+        } else {
+            reopened = opened.repo.to_thread_local();
+            &reopened
+        };
         let built = RefSnapshot::build(repo)?;
         self.rebuilds.inc();
         let snapshot = match previous {
