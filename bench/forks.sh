@@ -83,7 +83,11 @@ COMMIT_FORKS=$(pick $((N / 2)) 50)
 COMMIT=$(g rev-parse HEAD~3)
 
 # Per-request times (ms) of URLs fetched in order over one keep-alive connection.
-times_ms() { curl -s -o /dev/null -w '%{time_total}\n' "$@" | awk '{printf "%.3f\n", $1 * 1000}'; }
+times_ms() {
+    local args=() u
+    for u in "$@"; do args+=(-o /dev/null "$u"); done
+    curl -s -w '%{time_total}\n' "${args[@]}" | awk '{printf "%.3f\n", $1 * 1000}'
+}
 stats() { sort -n | awk '{v[NR]=$1; s+=$1} END { if (NR==0) {print "n/a"; exit}
     printf "p50 %.2f  mean %.2f  max %.2f", v[int((NR+1)/2)], s/NR, v[NR] }'; }
 median_ms() {

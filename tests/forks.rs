@@ -87,6 +87,11 @@ fn untouched_forks_share_their_alternates_store() {
         2,
         "one store for base and the untouched forks, one for the fork with objects of its own"
     );
+    let m = server.page("/metrics");
+    assert!(
+        m.contains(&format!("cgitd_ref_snapshots_shared_total {}", FORKS - 1)),
+        "every untouched fork took over base's ref snapshot:\n{m}"
+    );
 
     // A push into an untouched fork: its pages show the pushed commit (read from its own
     // objects, so through a store of its own).
@@ -133,4 +138,18 @@ fn the_library_reports_each_repositorys_object_source() {
     }
     assert_eq!(repos.object_stores.live(), 2);
     assert_eq!(repos.object_stores.opened.get(), 2);
+    // Forks with the same refs as base hold base's ref snapshot, not a copy.
+    let snapshot = |name: &str| {
+        let state = repos.get(name).unwrap();
+        state.with_repo(|repo| state.refs(repo).unwrap()).unwrap()
+    };
+    assert!(std::sync::Arc::ptr_eq(
+        &snapshot("base"),
+        &snapshot("fork1")
+    ));
+    assert!(!std::sync::Arc::ptr_eq(
+        &snapshot("base"),
+        &snapshot("fork3")
+    ));
+    assert_eq!(repos.snapshots.reused.get(), 3, "fork0, fork1 and fork11");
 }

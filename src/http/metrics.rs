@@ -66,6 +66,11 @@ impl Metrics {
             "Object stores opened, one per distinct objects directory (forks share their alternate's)",
             site.repos.object_stores.opened.clone(),
         );
+        registry.register(
+            "ref_snapshots_shared",
+            "Ref snapshots taken over from another repository with the same refs (forks)",
+            site.repos.snapshots.reused.clone(),
+        );
         Metrics {
             registry,
             requests,

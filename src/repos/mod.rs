@@ -8,7 +8,7 @@ mod stamp;
 
 pub use digest::ContentHash;
 pub use objects::ObjectStores;
-pub use refs::{Branch, Decoration, DecorationKind, RefEntry, RefSnapshot, Tag};
+pub use refs::{Branch, Decoration, DecorationKind, RefEntry, RefListing, RefSnapshot, Tag};
 
 use crate::config::{Config, RepoConfig};
 use crate::git::commit_graph::BloomFilters;
@@ -68,6 +68,40 @@ pub struct Repos {
     pub snapshot_rebuilds: Counter,
     /// The opened object stores, one per distinct object source (kept across reloads).
     pub object_stores: Arc<ObjectStores>,
+    /// Ref snapshots shared by repositories with the same refs (kept across reloads).
+    pub snapshots: Arc<SharedSnapshots>,
+}
+
+/// Ref snapshots by [`version`](RefSnapshot::version), a hash of the ref values: repositories
+/// whose refs are the same — a repository and its forks nobody pushed to — use one snapshot,
+/// built once (its tags and branch tips read once) and held once in memory.
+#[derive(Default)]
+pub struct SharedSnapshots {
+    by_version: Mutex<HashMap<u64, std::sync::Weak<RefSnapshot>>>,
+    /// Snapshots taken over from another repository with the same refs (a metric).
+    pub reused: Counter,
+}
+
+impl SharedSnapshots {
+    /// The snapshot of `listing`: one already built for the same refs, else built now.
+    fn get_or_build(&self, repo: &gix::Repository, listing: RefListing) -> Arc<RefSnapshot> {
+        let version = listing.version;
+        let found = {
+            let map = self.by_version.lock().unwrap_or_else(|e| e.into_inner());
+            map.get(&version).and_then(std::sync::Weak::upgrade)
+        };
+        if let Some(snapshot) = found {
+            self.reused.inc();
+            return snapshot;
+        }
+        let snapshot = Arc::new(RefSnapshot::from_listing(repo, listing));
+        let mut map = self.by_version.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= 64 && map.len().is_power_of_two() {
+            map.retain(|_, s| s.strong_count() > 0);
+        }
+        map.insert(version, Arc::downgrade(&snapshot));
+        snapshot
+    }
 }
 
 impl Repos {
@@ -79,6 +113,9 @@ impl Repos {
             .unwrap_or_default();
         let object_stores = previous
             .map(|p| Arc::clone(&p.object_stores))
+            .unwrap_or_default();
+        let snapshots = previous
+            .map(|p| Arc::clone(&p.snapshots))
             .unwrap_or_default();
         let mut by_path: HashMap<PathBuf, Arc<GitRepo>> = HashMap::new();
         if let Some(prev) = previous {
@@ -95,6 +132,7 @@ impl Repos {
                     git_dir,
                     snapshot_rebuilds.clone(),
                     Arc::clone(&object_stores),
+                    Arc::clone(&snapshots),
                 ))
             }));
             let state = RepoState {
@@ -109,6 +147,7 @@ impl Repos {
             by_url,
             snapshot_rebuilds,
             object_stores,
+            snapshots,
         }
     }
 
@@ -187,6 +226,7 @@ fn git_dir_of(path: &Path) -> PathBuf {
 struct GitRepo {
     path: PathBuf,
     stores: Arc<ObjectStores>,
+    snapshots: Arc<SharedSnapshots>,
     opened: Mutex<Option<Result<Arc<Opened>, RepoError>>>,
     /// Pooled handles, with the generation of the [`Opened`] they come from.
     handles: Mutex<Vec<(u64, gix::Repository)>>,
@@ -245,11 +285,17 @@ impl Opened {
 }
 
 impl GitRepo {
-    fn new(path: PathBuf, rebuilds: Counter, stores: Arc<ObjectStores>) -> GitRepo {
+    fn new(
+        path: PathBuf,
+        rebuilds: Counter,
+        stores: Arc<ObjectStores>,
+        snapshots: Arc<SharedSnapshots>,
+    ) -> GitRepo {
         GitRepo {
             rebuilds,
             path,
             stores,
+            snapshots,
             opened: Mutex::new(None),
             handles: Mutex::new(Vec::new()),
             refs: Mutex::new(None),
@@ -382,11 +428,11 @@ impl GitRepo {
             reopened = opened.repo.to_thread_local();
             &reopened
         };
-        let built = RefSnapshot::build(repo)?;
+        let listing = RefListing::read(repo)?;
         self.rebuilds.inc();
         let snapshot = match previous {
-            Some(previous) if previous.version == built.version => previous,
-            _ => Arc::new(built),
+            Some(previous) if previous.version == listing.version => previous,
+            _ => self.snapshots.get_or_build(repo, listing),
         };
         *cached = Some(CachedRefs {
             snapshot: Arc::clone(&snapshot),

@@ -63,6 +63,51 @@ pub struct Decoration {
     full: String,
 }
 
+/// The refs of a repository at one moment, without reading any object but loose tags: enough
+/// to know the snapshot's [`version`](RefSnapshot::version) before building it.
+#[derive(Debug)]
+pub struct RefListing {
+    pub head_branch: Option<String>,
+    pub head_id: Option<ObjectId>,
+    /// Every ref, sorted by name.
+    pub all: Vec<RefEntry>,
+    pub version: u64,
+}
+
+impl RefListing {
+    pub fn read(repo: &gix::Repository) -> Result<RefListing, RepoError> {
+        let head_branch = repo.head_name().ok().flatten().and_then(|n| {
+            n.as_bstr()
+                .strip_prefix(b"refs/heads/")
+                .map(|s| s.to_str_lossy().into_owned())
+        });
+        let mut all = Vec::new();
+        let platform = repo.references().map_err(RepoError::refs)?;
+        for reference in platform.all().map_err(RepoError::refs)? {
+            let Ok(reference) = reference else { continue };
+            let name = reference.inner.name.as_bstr().to_str_lossy().into_owned();
+            let Some(id) = reference.inner.target.try_id().map(ToOwned::to_owned) else {
+                continue;
+            };
+            let peeled = peel(repo, id, reference.inner.peeled);
+            all.push(RefEntry {
+                name,
+                id,
+                peeled: peeled.filter(|p| *p != id),
+            });
+        }
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        let head_id = repo.head_id().ok().map(|id| id.detach());
+        let version = content_version(head_branch.as_deref(), head_id, &all);
+        Ok(RefListing {
+            head_branch,
+            head_id,
+            all,
+            version,
+        })
+    }
+}
+
 /// All ref-derived data of a repository at one moment.
 #[derive(Debug, Default)]
 pub struct RefSnapshot {
@@ -84,36 +129,34 @@ pub struct RefSnapshot {
 
 impl RefSnapshot {
     pub fn build(repo: &gix::Repository) -> Result<RefSnapshot, RepoError> {
-        let head_branch = repo.head_name().ok().flatten().and_then(|n| {
-            n.as_bstr()
-                .strip_prefix(b"refs/heads/")
-                .map(|s| s.to_str_lossy().into_owned())
-        });
+        Ok(RefSnapshot::from_listing(repo, RefListing::read(repo)?))
+    }
+
+    /// The snapshot of `listing`: reads the branch tips and tags it names.
+    pub fn from_listing(repo: &gix::Repository, listing: RefListing) -> RefSnapshot {
+        let RefListing {
+            head_branch,
+            head_id,
+            all,
+            version,
+        } = listing;
         let mut snap = RefSnapshot {
             head_branch,
+            version,
             ..RefSnapshot::default()
         };
-        let platform = repo.references().map_err(RepoError::refs)?;
-        for reference in platform.all().map_err(RepoError::refs)? {
-            let Ok(reference) = reference else { continue };
-            let full = reference.inner.name.as_bstr().to_str_lossy().into_owned();
-            let Some(id) = reference.inner.target.try_id().map(ToOwned::to_owned) else {
-                continue;
-            };
-            let peeled = peel(repo, id, reference.inner.peeled);
-            snap.all.push(RefEntry {
-                name: full.clone(),
-                id,
-                peeled: peeled.filter(|p| *p != id),
-            });
-            snap.add(repo, &full, id, peeled.unwrap_or(id));
+        for entry in &all {
+            snap.add(
+                repo,
+                &entry.name,
+                entry.id,
+                entry.peeled.unwrap_or(entry.id),
+            );
         }
-        let head_id = repo.head_id().ok().map(|id| id.detach());
+        snap.all = all;
         if let Some(head) = head_id {
             snap.decorate(head, DecorationKind::Head, "HEAD", "HEAD");
         }
-        snap.all.sort_by(|a, b| a.name.cmp(&b.name));
-        snap.version = content_version(snap.head_branch.as_deref(), head_id, &snap.all);
         snap.branches.sort_by(|a, b| {
             b.committer_time
                 .seconds
@@ -138,7 +181,7 @@ impl RefSnapshot {
                     .then(b.full.cmp(&a.full))
             });
         }
-        Ok(snap)
+        snap
     }
 
     fn add(&mut self, repo: &gix::Repository, full: &str, id: ObjectId, target: ObjectId) {
