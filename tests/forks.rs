@@ -120,24 +120,33 @@ fn untouched_forks_share_their_alternates_store() {
 fn the_library_reports_each_repositorys_object_source() {
     let dir = TempDir::new("forks-lib");
     let rc = build(dir.path());
+    // Replacement refs apply inside a store: fork7's is its own.
+    let fork7 = dir.path().join("repos/fork7.git");
+    let first = git(&fork7, &["rev-parse", "main~1"]);
+    let second = git(&fork7, &["rev-parse", "main"]);
+    git(&fork7, &["replace", first.trim(), second.trim()]);
     let config = cgitd::config::Config::load(&rc).unwrap();
     let repos = cgitd::repos::Repos::new(&config, None);
     let base_objects = std::fs::canonicalize(dir.path().join("repos/base.git/objects")).unwrap();
-    for name in ["base", "fork0", "fork1", "fork3", "fork11"] {
+    for name in ["base", "fork0", "fork1", "fork3", "fork7", "fork11"] {
         let state = repos.get(name).unwrap();
         let tip = state
             .with_repo(|repo| state.refs(repo).unwrap().branches[0].subject.clone())
             .unwrap();
         assert!(tip.contains("commit"), "{name}: {tip}");
         let source = state.object_source().unwrap();
-        if name == "fork3" {
+        if name == "fork3" || name == "fork7" {
             assert_ne!(source, base_objects, "{name}");
         } else {
             assert_eq!(source, base_objects, "{name}");
         }
     }
-    assert_eq!(repos.object_stores.live(), 2);
-    assert_eq!(repos.object_stores.opened.get(), 2);
+    assert_eq!(
+        repos.object_stores.live(),
+        2,
+        "fork7's private store is not shared"
+    );
+    assert_eq!(repos.object_stores.opened.get(), 3);
     // Forks with the same refs as base hold base's ref snapshot, not a copy.
     let snapshot = |name: &str| {
         let state = repos.get(name).unwrap();

@@ -174,7 +174,7 @@ impl RepoState {
     }
 
     /// Runs `f` with a warm gix handle of this repository.
-    pub fn with_repo<R>(&self, f: impl FnOnce(&gix::Repository) -> R) -> Result<R, RepoError> {
+    pub fn with_repo<R>(&self, f: impl Fn(&gix::Repository) -> R) -> Result<R, RepoError> {
         self.git.with_handle(f)
     }
 
@@ -262,8 +262,9 @@ struct Opened {
     store: Arc<objects::SharedStore>,
     /// Counts reopenings, so handles of an earlier opening are not pooled again.
     generation: u64,
-    /// When a borrowed source was last checked for objects of the repository's own.
-    checked: Mutex<Instant>,
+    /// For a borrowed source: what the repository's own objects directories looked like when
+    /// they were found empty (a push into the fork changes it).
+    own_objects: Mutex<objects::DirStamp>,
 }
 
 struct CachedRefs {
@@ -273,14 +274,14 @@ struct CachedRefs {
 }
 
 impl Opened {
-    /// Whether a check for own objects is due (and if so, that it is being done now).
-    fn check_due(&self, force: bool) -> bool {
-        let mut checked = self.checked.lock().unwrap_or_else(|e| e.into_inner());
-        if !force && checked.elapsed() < REF_CHECK_INTERVAL {
-            return false;
-        }
-        *checked = Instant::now();
-        true
+    /// Whether the repository's own objects directories may have changed since they were found
+    /// empty (with `force`: always). Two stats; an unchanged but racy stamp counts as changed.
+    fn own_objects_may_have_changed(&self, git_dir: &Path, force: bool) -> bool {
+        let now = objects::DirStamp::read(git_dir);
+        let mut seen = self.own_objects.lock().unwrap_or_else(|e| e.into_inner());
+        let changed = force || *seen != now || seen.is_racy();
+        *seen = now;
+        changed
     }
 }
 
@@ -313,11 +314,16 @@ impl GitRepo {
         };
         let mut repo =
             gix::ThreadSafeRepository::open_opts(&self.path, options).map_err(open_error)?;
-        let source = objects::ObjectSource::of(&self.path);
+        let source = if repo.objects.replacements().next().is_some() {
+            objects::ObjectSource::private(&self.path)
+        } else {
+            objects::ObjectSource::of(&self.path)
+        };
         let store = self
             .stores
             .get(&source, &repo.objects)
             .map_err(|e| open_error(gix::Error::from_error(e)))?;
+        let own_objects = objects::DirStamp::read(&self.path);
         // The repository's own store has loaded nothing yet (gix loads indices on first use).
         repo.objects = Arc::clone(&store.store);
         Ok(Arc::new(Opened {
@@ -325,20 +331,22 @@ impl GitRepo {
             source,
             store,
             generation,
-            checked: Mutex::new(Instant::now()),
+            own_objects: Mutex::new(own_objects),
         }))
     }
 
-    /// The opened repository. A fork served by its alternate's store is checked (at most every
-    /// [`REF_CHECK_INTERVAL`], or at once with `force`) for objects of its own — a push to it —
-    /// and then reopened with its own store.
+    /// The opened repository. A fork served by its alternate's store is checked for objects of
+    /// its own — a push to it — (cheaply by two stats, fully with `force`) and then reopened
+    /// with its own store.
     fn open(&self, force: bool) -> Result<Arc<Opened>, RepoError> {
         let mut slot = self.opened.lock().unwrap_or_else(|e| e.into_inner());
         let generation = match slot.as_ref() {
             None => 0,
             Some(Err(e)) => return Err(e.clone()),
             Some(Ok(opened)) => {
-                if !opened.source.borrowed || !opened.check_due(force) {
+                if !opened.source.borrowed
+                    || !opened.own_objects_may_have_changed(&self.path, force)
+                {
                     return Ok(Arc::clone(opened));
                 }
                 if objects::ObjectSource::of(&self.path) == opened.source {
@@ -352,8 +360,23 @@ impl GitRepo {
         opened
     }
 
-    fn with_handle<R>(&self, f: impl FnOnce(&gix::Repository) -> R) -> Result<R, RepoError> {
+    /// Runs `f` with a pooled handle. A fork on its alternate's store that gained objects of
+    /// its own while `f` ran (a push landing in between) runs `f` again on its own store, so
+    /// that no page is rendered from refs whose objects the handle cannot read.
+    fn with_handle<R>(&self, f: impl Fn(&gix::Repository) -> R) -> Result<R, RepoError> {
         let opened = self.open(false)?;
+        let result = self.with_handle_of(&opened, &f);
+        if !opened.source.borrowed {
+            return Ok(result);
+        }
+        let now = self.open(false)?;
+        if Arc::ptr_eq(&now, &opened) {
+            return Ok(result);
+        }
+        Ok(self.with_handle_of(&now, &f))
+    }
+
+    fn with_handle_of<R>(&self, opened: &Opened, f: &impl Fn(&gix::Repository) -> R) -> R {
         let pooled = self.handles.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let mut repo = match pooled {
             Some((generation, repo)) if generation == opened.generation => repo,
@@ -377,7 +400,7 @@ impl GitRepo {
         if handles.len() < MAX_POOLED_HANDLES {
             handles.push((opened.generation, repo));
         }
-        Ok(result)
+        result
     }
 
     fn bloom(&self) -> Option<Arc<BloomFilters>> {
@@ -419,15 +442,18 @@ impl GitRepo {
         // The stamp is read before the refs, so a change while they are read shows next time.
         let stamp = stamp::RefStamp::read(&self.path)?;
         // New refs of a fork served by its alternate's store may name objects pushed into the
-        // fork itself (objects are written before refs): then read them with its own store.
+        // fork itself (objects are written before refs). If the fork moved to its own store only
+        // now, `repo` cannot read them: this request keeps the refs it can read, the next one
+        // (with a handle on the new store) reads the new refs.
         let opened = self.open(true)?;
-        let reopened;
-        let repo = if opened.store.store.path() == repo.objects.store_ref().path() {
-            repo
-        } else {
-            reopened = opened.repo.to_thread_local();
-            &reopened
-        };
+        if !std::ptr::eq(opened.store.store.as_ref(), repo.objects.store_ref())
+            && let Some(c) = cached.as_mut()
+        {
+            c.checked = Instant::now()
+                .checked_sub(REF_CHECK_INTERVAL)
+                .unwrap_or(c.checked);
+            return Ok(Arc::clone(&c.snapshot));
+        }
         let listing = RefListing::read(repo)?;
         self.rebuilds.inc();
         let snapshot = match previous {

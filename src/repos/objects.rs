@@ -10,7 +10,8 @@
 //! is public, and so is `Repository::objects`, the per-handle object access with its caches. So a
 //! fork's own store is replaced, before it ever loads anything, by the shared one, and each
 //! request borrows a warm object handle from the store's pool. A fork that has objects of its
-//! own (it was pushed to) keeps its own store, which maps the alternate's packs again.
+//! own (it was pushed to) keeps its own store, which maps the alternate's packs again, and so
+//! does a repository with replacement refs (they are applied inside its store).
 
 use prometheus_client::metrics::counter::Counter;
 use std::collections::HashMap;
@@ -28,6 +29,9 @@ pub(super) struct ObjectSource {
     /// Whether that is another directory than the repository's own `objects/` (an untouched
     /// fork served by its alternate's store).
     pub borrowed: bool,
+    /// Whether the store is the repository's alone: its replacement refs (`refs/replace/`)
+    /// apply to it and to no other repository.
+    pub private: bool,
 }
 
 impl ObjectSource {
@@ -42,11 +46,22 @@ impl ObjectSource {
             return ObjectSource {
                 key: canonical(&alternate),
                 borrowed: true,
+                private: false,
             };
         }
         ObjectSource {
             key: canonical(&own),
             borrowed: false,
+            private: false,
+        }
+    }
+
+    /// The repository's own objects directory, in a store of its own.
+    pub fn private(git_dir: &Path) -> ObjectSource {
+        ObjectSource {
+            key: git_dir.join("objects"),
+            borrowed: false,
+            private: true,
         }
     }
 }
@@ -74,6 +89,35 @@ pub(super) fn has_own_objects(objects_dir: &Path) -> bool {
         }
     }
     false
+}
+
+/// The stats of a repository's own `objects/` and `objects/pack/` directories: a new pack or
+/// a new loose-object directory changes one of them. Racy (not to be trusted) when one changed
+/// within a second of the stat, as ref stamps are.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct DirStamp {
+    entries: [(u64, i64, i64); 2],
+    racy: bool,
+}
+
+impl DirStamp {
+    pub fn read(git_dir: &Path) -> DirStamp {
+        use std::os::unix::fs::MetadataExt;
+        let taken = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let stat = |p: PathBuf| {
+            std::fs::metadata(p).map_or((0, 0, 0), |m| (m.ino(), m.mtime(), m.mtime_nsec()))
+        };
+        let objects = git_dir.join("objects");
+        let entries = [stat(objects.join("pack")), stat(objects)];
+        let racy = entries.iter().any(|&(_, mtime, _)| mtime >= taken - 1);
+        DirStamp { entries, racy }
+    }
+
+    pub fn is_racy(&self) -> bool {
+        self.racy
+    }
 }
 
 /// The one alternate objects directory `objects_dir/info/alternates` names, if it names one.
@@ -127,6 +171,13 @@ impl ObjectStores {
         source: &ObjectSource,
         own: &Arc<gix::odb::Store>,
     ) -> std::io::Result<Arc<SharedStore>> {
+        if source.private {
+            self.opened.inc();
+            return Ok(Arc::new(SharedStore {
+                store: own.clone(),
+                warm: Mutex::new(Vec::new()),
+            }));
+        }
         let mut stores = self.stores.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(shared) = stores.get(&source.key).and_then(Weak::upgrade) {
             return Ok(shared);
@@ -134,9 +185,12 @@ impl ObjectStores {
         let store = if source.borrowed {
             Arc::new(gix::odb::Store::at_opts(
                 source.key.clone(),
-                gix::hash::Kind::Sha1,
+                own.object_hash(),
                 &mut std::iter::empty(),
-                gix::odb::store::init::Options::default(),
+                gix::odb::store::init::Options {
+                    use_multi_pack_index: own.use_multi_pack_index(),
+                    ..Default::default()
+                },
             )?)
         } else {
             own.clone()
