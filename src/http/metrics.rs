@@ -82,6 +82,16 @@ impl Metrics {
             "Ref snapshots rebuilt after ref changes",
             site.repos.snapshot_rebuilds.clone(),
         );
+        registry.register(
+            "object_stores_opened",
+            "Object stores opened, one per distinct objects directory (forks share their alternate's)",
+            site.repos.object_stores.opened.clone(),
+        );
+        registry.register(
+            "ref_snapshots_shared",
+            "Ref snapshots taken over from another repository with the same refs (forks)",
+            site.repos.snapshots.reused.clone(),
+        );
         Metrics {
             registry,
             requests,

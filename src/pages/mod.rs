@@ -36,7 +36,8 @@ use std::sync::Arc;
 pub struct Site {
     pub config: Arc<Config>,
     pub repos: Arc<Repos>,
-    /// Increments on every configuration reload (for ETags).
+    /// Increments on every configuration reload. Local to this process, so never part of a
+    /// validator (ETags come from content: see `parts::validators`).
     pub generation: u64,
     /// Rendered fragments shared by every repository (kept across reloads).
     pub fragments: Arc<crate::cache::FragmentCache>,
@@ -227,7 +228,7 @@ impl RepoCtx<'_> {
 /// Renders the page a request asks for; errors become cgit-style error pages.
 pub fn render(site: &Site, req: &PageRequest) -> Response {
     let result = match &req.repo {
-        None => render_site_page(site, req).map(|r| with_body_etag(site, req, r)),
+        None => render_site_page(site, req).map(|r| with_body_etag(req, r)),
         Some(url) => render_repo_page(site, req, url),
     };
     match result {
@@ -244,11 +245,11 @@ pub fn render(site: &Site, req: &PageRequest) -> Response {
 }
 
 /// Site pages are validated by their body; a match still saves the transfer.
-fn with_body_etag(site: &Site, req: &PageRequest, response: Response) -> Response {
+fn with_body_etag(req: &PageRequest, response: Response) -> Response {
     if response.status != 200 {
         return response;
     }
-    let etag = parts::validators::body_etag(site, response.body.bytes());
+    let etag = parts::validators::body_etag(response.body.bytes());
     if parts::validators::matches(req.if_none_match.as_deref(), &etag) {
         return Response::not_modified(etag);
     }
@@ -273,7 +274,7 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
     state
         .with_repo(|repo| {
             let refs = state.refs(repo).map_err(PageError::from)?;
-            let etag = parts::validators::repo_etag(site, req, refs.version);
+            let etag = parts::validators::repo_etag(state, req, refs.version);
             if parts::validators::matches(req.if_none_match.as_deref(), &etag) {
                 return Ok(Response::not_modified(etag));
             }

@@ -1,10 +1,14 @@
 //! Resident repository state: each configured repository opened once with gix, a pool of warm
 //! handles, and the ref snapshot kept fresh by cheap change detection.
 
+mod digest;
+mod objects;
 mod refs;
 mod stamp;
 
-pub use refs::{Branch, Decoration, DecorationKind, RefEntry, RefSnapshot, Tag};
+pub use digest::ContentHash;
+pub use objects::ObjectStores;
+pub use refs::{Branch, Decoration, DecorationKind, RefEntry, RefListing, RefSnapshot, Tag};
 
 use crate::config::{Config, RepoConfig};
 use crate::git::commit_graph::BloomFilters;
@@ -62,6 +66,42 @@ pub struct Repos {
     by_url: HashMap<String, Arc<RepoState>>,
     /// Ref snapshot rebuilds, over all repositories (a metric).
     pub snapshot_rebuilds: Counter,
+    /// The opened object stores, one per distinct object source (kept across reloads).
+    pub object_stores: Arc<ObjectStores>,
+    /// Ref snapshots shared by repositories with the same refs (kept across reloads).
+    pub snapshots: Arc<SharedSnapshots>,
+}
+
+/// Ref snapshots by [`version`](RefSnapshot::version), a hash of the ref values: repositories
+/// whose refs are the same — a repository and its forks nobody pushed to — use one snapshot,
+/// built once (its tags and branch tips read once) and held once in memory.
+#[derive(Default)]
+pub struct SharedSnapshots {
+    by_version: Mutex<HashMap<u64, std::sync::Weak<RefSnapshot>>>,
+    /// Snapshots taken over from another repository with the same refs (a metric).
+    pub reused: Counter,
+}
+
+impl SharedSnapshots {
+    /// The snapshot of `listing`: one already built for the same refs, else built now.
+    fn get_or_build(&self, repo: &gix::Repository, listing: RefListing) -> Arc<RefSnapshot> {
+        let version = listing.version;
+        let found = {
+            let map = self.by_version.lock().unwrap_or_else(|e| e.into_inner());
+            map.get(&version).and_then(std::sync::Weak::upgrade)
+        };
+        if let Some(snapshot) = found {
+            self.reused.inc();
+            return snapshot;
+        }
+        let snapshot = Arc::new(RefSnapshot::from_listing(repo, listing));
+        let mut map = self.by_version.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= 64 && map.len().is_power_of_two() {
+            map.retain(|_, s| s.strong_count() > 0);
+        }
+        map.insert(version, Arc::downgrade(&snapshot));
+        snapshot
+    }
 }
 
 impl Repos {
@@ -71,6 +111,12 @@ impl Repos {
         let snapshot_rebuilds = previous
             .map(|p| p.snapshot_rebuilds.clone())
             .unwrap_or_default();
+        let object_stores = previous
+            .map(|p| Arc::clone(&p.object_stores))
+            .unwrap_or_default();
+        let snapshots = previous
+            .map(|p| Arc::clone(&p.snapshots))
+            .unwrap_or_default();
         let mut by_path: HashMap<PathBuf, Arc<GitRepo>> = HashMap::new();
         if let Some(prev) = previous {
             for state in prev.by_url.values() {
@@ -78,22 +124,30 @@ impl Repos {
             }
         }
         let mut by_url = HashMap::new();
+        let globals = digest::globals_hash(&config.globals);
         for cfg in config.repos.iter().filter(|r| !r.ignore) {
             let git_dir = git_dir_of(&cfg.path);
-            let git = Arc::clone(
-                by_path
-                    .entry(git_dir.clone())
-                    .or_insert_with(|| Arc::new(GitRepo::new(git_dir, snapshot_rebuilds.clone()))),
-            );
+            let git = Arc::clone(by_path.entry(git_dir.clone()).or_insert_with(|| {
+                Arc::new(GitRepo::new(
+                    git_dir,
+                    snapshot_rebuilds.clone(),
+                    Arc::clone(&object_stores),
+                    Arc::clone(&snapshots),
+                ))
+            }));
             let state = RepoState {
                 config: Arc::clone(cfg),
                 git,
+                globals_hash: globals,
+                config_hash: OnceLock::new(),
             };
             by_url.entry(cfg.url.clone()).or_insert(Arc::new(state));
         }
         Repos {
             by_url,
             snapshot_rebuilds,
+            object_stores,
+            snapshots,
         }
     }
 
@@ -106,11 +160,21 @@ impl Repos {
 pub struct RepoState {
     pub config: Arc<RepoConfig>,
     git: Arc<GitRepo>,
+    globals_hash: u128,
+    config_hash: OnceLock<u128>,
 }
 
 impl RepoState {
+    /// A content hash of everything in the configuration this repository's pages render with
+    /// (globals and its own options, not its path on disk), for validators; computed on first use.
+    pub fn config_hash(&self) -> u128 {
+        *self
+            .config_hash
+            .get_or_init(|| digest::repo_config_hash(self.globals_hash, &self.config))
+    }
+
     /// Runs `f` with a warm gix handle of this repository.
-    pub fn with_repo<R>(&self, f: impl FnOnce(&gix::Repository) -> R) -> Result<R, RepoError> {
+    pub fn with_repo<R>(&self, f: impl Fn(&gix::Repository) -> R) -> Result<R, RepoError> {
         self.git.with_handle(f)
     }
 
@@ -144,6 +208,15 @@ impl RepoState {
     pub fn git_dir(&self) -> &Path {
         &self.git.path
     }
+
+    /// The objects directory whose (shared) store serves this repository, once opened.
+    pub fn object_source(&self) -> Option<PathBuf> {
+        let opened = self.git.opened.lock().unwrap_or_else(|e| e.into_inner());
+        match opened.as_ref() {
+            Some(Ok(o)) => Some(o.source.key.clone()),
+            _ => None,
+        }
+    }
 }
 
 /// The git directory of a configured path: the path itself, or a work tree's `.git`.
@@ -159,8 +232,11 @@ fn git_dir_of(path: &Path) -> PathBuf {
 /// The git side of a repository, shared by every configuration that names its path.
 struct GitRepo {
     path: PathBuf,
-    opened: OnceLock<Result<gix::ThreadSafeRepository, RepoError>>,
-    handles: Mutex<Vec<gix::Repository>>,
+    stores: Arc<ObjectStores>,
+    snapshots: Arc<SharedSnapshots>,
+    opened: Mutex<Option<Result<Arc<Opened>, RepoError>>>,
+    /// Pooled handles, with the generation of the [`Opened`] they come from.
+    handles: Mutex<Vec<(u64, gix::Repository)>>,
     refs: Mutex<Option<CachedRefs>>,
     rebuilds: Counter,
     bloom: Mutex<Option<CachedBloom>>,
@@ -185,57 +261,153 @@ fn bloom_stamp(git_dir: &Path) -> Vec<Option<(u64, i64, i64)>> {
         .collect()
 }
 
+/// The opened repository: gix's thread-safe repository with its object store replaced by the
+/// store of its object source (shared with every repository of the same source).
+struct Opened {
+    repo: gix::ThreadSafeRepository,
+    source: objects::ObjectSource,
+    store: Arc<objects::SharedStore>,
+    /// Counts reopenings, so handles of an earlier opening are not pooled again.
+    generation: u64,
+    /// For a borrowed source: what the repository's own objects directories looked like when
+    /// they were found empty (a push into the fork changes it).
+    own_objects: Mutex<objects::DirStamp>,
+}
+
 struct CachedRefs {
     snapshot: Arc<RefSnapshot>,
     stamp: stamp::RefStamp,
     checked: Instant,
 }
 
+impl Opened {
+    /// Whether the repository's own objects directories may have changed since they were found
+    /// empty (with `force`: always). Two stats; an unchanged but racy stamp counts as changed.
+    fn own_objects_may_have_changed(&self, git_dir: &Path, force: bool) -> bool {
+        let now = objects::DirStamp::read(git_dir);
+        let mut seen = self.own_objects.lock().unwrap_or_else(|e| e.into_inner());
+        let changed = force || *seen != now || seen.is_racy();
+        *seen = now;
+        changed
+    }
+}
+
 impl GitRepo {
-    fn new(path: PathBuf, rebuilds: Counter) -> GitRepo {
+    fn new(
+        path: PathBuf,
+        rebuilds: Counter,
+        stores: Arc<ObjectStores>,
+        snapshots: Arc<SharedSnapshots>,
+    ) -> GitRepo {
         GitRepo {
             rebuilds,
             path,
-            opened: OnceLock::new(),
+            stores,
+            snapshots,
+            opened: Mutex::new(None),
             handles: Mutex::new(Vec::new()),
             refs: Mutex::new(None),
             bloom: Mutex::new(None),
         }
     }
 
-    fn open(&self) -> Result<&gix::ThreadSafeRepository, RepoError> {
-        self.opened
-            .get_or_init(|| {
-                let options = gix::open::Options::isolated()
-                    .open_path_as_is(true)
-                    .config_overrides([DELTA_BASE_CACHE]);
-                gix::ThreadSafeRepository::open_opts(&self.path, options).map_err(|e| {
-                    RepoError::Open {
-                        path: self.path.clone(),
-                        source: Arc::new(e),
-                    }
-                })
-            })
-            .as_ref()
-            .map_err(Clone::clone)
+    fn open_now(&self, generation: u64) -> Result<Arc<Opened>, RepoError> {
+        let options = gix::open::Options::isolated()
+            .open_path_as_is(true)
+            .config_overrides([DELTA_BASE_CACHE]);
+        let open_error = |e: gix::Error| RepoError::Open {
+            path: self.path.clone(),
+            source: Arc::new(e),
+        };
+        let mut repo =
+            gix::ThreadSafeRepository::open_opts(&self.path, options).map_err(open_error)?;
+        let source = if repo.objects.replacements().next().is_some() {
+            objects::ObjectSource::private(&self.path)
+        } else {
+            objects::ObjectSource::of(&self.path)
+        };
+        let store = self
+            .stores
+            .get(&source, &repo.objects)
+            .map_err(|e| open_error(gix::Error::from_error(e)))?;
+        let own_objects = objects::DirStamp::read(&self.path);
+        // The repository's own store has loaded nothing yet (gix loads indices on first use).
+        repo.objects = Arc::clone(&store.store);
+        Ok(Arc::new(Opened {
+            repo,
+            source,
+            store,
+            generation,
+            own_objects: Mutex::new(own_objects),
+        }))
     }
 
-    fn with_handle<R>(&self, f: impl FnOnce(&gix::Repository) -> R) -> Result<R, RepoError> {
+    /// The opened repository. A fork served by its alternate's store is checked for objects of
+    /// its own — a push to it — (cheaply by two stats, fully with `force`) and then reopened
+    /// with its own store.
+    fn open(&self, force: bool) -> Result<Arc<Opened>, RepoError> {
+        let mut slot = self.opened.lock().unwrap_or_else(|e| e.into_inner());
+        let generation = match slot.as_ref() {
+            None => 0,
+            Some(Err(e)) => return Err(e.clone()),
+            Some(Ok(opened)) => {
+                if !opened.source.borrowed
+                    || !opened.own_objects_may_have_changed(&self.path, force)
+                {
+                    return Ok(Arc::clone(opened));
+                }
+                if objects::ObjectSource::of(&self.path) == opened.source {
+                    return Ok(Arc::clone(opened));
+                }
+                opened.generation + 1
+            }
+        };
+        let opened = self.open_now(generation);
+        *slot = Some(opened.clone());
+        opened
+    }
+
+    /// Runs `f` with a pooled handle. A fork on its alternate's store that gained objects of
+    /// its own while `f` ran (a push landing in between) runs `f` again on its own store, so
+    /// that no page is rendered from refs whose objects the handle cannot read.
+    fn with_handle<R>(&self, f: impl Fn(&gix::Repository) -> R) -> Result<R, RepoError> {
+        let opened = self.open(false)?;
+        let result = self.with_handle_of(&opened, &f);
+        if !opened.source.borrowed {
+            return Ok(result);
+        }
+        let now = self.open(false)?;
+        if Arc::ptr_eq(&now, &opened) {
+            return Ok(result);
+        }
+        Ok(self.with_handle_of(&now, &f))
+    }
+
+    fn with_handle_of<R>(&self, opened: &Opened, f: &impl Fn(&gix::Repository) -> R) -> R {
         let pooled = self.handles.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let repo = match pooled {
-            Some(repo) => repo,
-            None => {
-                let mut repo = self.open()?.to_thread_local();
+        let mut repo = match pooled {
+            Some((generation, repo)) if generation == opened.generation => repo,
+            _ => {
+                let mut repo = opened.repo.to_thread_local();
                 repo.object_cache_size(OBJECT_CACHE_BYTES);
                 repo
             }
         };
+        // Object access with warm caches, shared by every repository of this store.
+        let own = opened
+            .store
+            .checkout()
+            .map(|warm| std::mem::replace(&mut repo.objects, warm));
         let result = f(&repo);
+        let own = own.unwrap_or_else(|| repo.objects.clone());
+        opened
+            .store
+            .checkin(std::mem::replace(&mut repo.objects, own));
         let mut handles = self.handles.lock().unwrap_or_else(|e| e.into_inner());
         if handles.len() < MAX_POOLED_HANDLES {
-            handles.push(repo);
+            handles.push((opened.generation, repo));
         }
-        Ok(result)
+        result
     }
 
     fn bloom(&self) -> Option<Arc<BloomFilters>> {
@@ -278,19 +450,40 @@ impl GitRepo {
 
     fn refs(&self, repo: &gix::Repository) -> Result<Arc<RefSnapshot>, RepoError> {
         let mut cached = self.refs.lock().unwrap_or_else(|e| e.into_inner());
+        let mut previous = None;
         if let Some(c) = cached.as_mut() {
             if c.checked.elapsed() < REF_CHECK_INTERVAL {
                 return Ok(Arc::clone(&c.snapshot));
             }
             let now = stamp::RefStamp::read(&self.path)?;
             c.checked = Instant::now();
-            if now == c.stamp {
+            // A racy stamp proves nothing: its refs are read again (git's racy-git rule).
+            if now == c.stamp && !c.stamp.is_racy() {
                 return Ok(Arc::clone(&c.snapshot));
             }
+            previous = Some(Arc::clone(&c.snapshot));
         }
+        // The stamp is read before the refs, so a change while they are read shows next time.
         let stamp = stamp::RefStamp::read(&self.path)?;
-        let snapshot = Arc::new(RefSnapshot::build(repo, stamp.version())?);
+        // New refs of a fork served by its alternate's store may name objects pushed into the
+        // fork itself (objects are written before refs). If the fork moved to its own store only
+        // now, `repo` cannot read them: this request keeps the refs it can read, the next one
+        // (with a handle on the new store) reads the new refs.
+        let opened = self.open(true)?;
+        if !std::ptr::eq(opened.store.store.as_ref(), repo.objects.store_ref())
+            && let Some(c) = cached.as_mut()
+        {
+            c.checked = Instant::now()
+                .checked_sub(REF_CHECK_INTERVAL)
+                .unwrap_or(c.checked);
+            return Ok(Arc::clone(&c.snapshot));
+        }
+        let listing = RefListing::read(repo)?;
         self.rebuilds.inc();
+        let snapshot = match previous {
+            Some(previous) if previous.version == listing.version => previous,
+            _ => self.snapshots.get_or_build(repo, listing),
+        };
         *cached = Some(CachedRefs {
             snapshot: Arc::clone(&snapshot),
             stamp,

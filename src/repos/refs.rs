@@ -63,10 +63,56 @@ pub struct Decoration {
     full: String,
 }
 
+/// The refs of a repository at one moment, without reading any object but loose tags: enough
+/// to know the snapshot's [`version`](RefSnapshot::version) before building it.
+#[derive(Debug)]
+pub struct RefListing {
+    pub head_branch: Option<String>,
+    pub head_id: Option<ObjectId>,
+    /// Every ref, sorted by name.
+    pub all: Vec<RefEntry>,
+    pub version: u64,
+}
+
+impl RefListing {
+    pub fn read(repo: &gix::Repository) -> Result<RefListing, RepoError> {
+        let head_branch = repo.head_name().ok().flatten().and_then(|n| {
+            n.as_bstr()
+                .strip_prefix(b"refs/heads/")
+                .map(|s| s.to_str_lossy().into_owned())
+        });
+        let mut all = Vec::new();
+        let platform = repo.references().map_err(RepoError::refs)?;
+        for reference in platform.all().map_err(RepoError::refs)? {
+            let Ok(reference) = reference else { continue };
+            let name = reference.inner.name.as_bstr().to_str_lossy().into_owned();
+            let Some(id) = reference.inner.target.try_id().map(ToOwned::to_owned) else {
+                continue;
+            };
+            let peeled = peel(repo, id, reference.inner.peeled);
+            all.push(RefEntry {
+                name,
+                id,
+                peeled: peeled.filter(|p| *p != id),
+            });
+        }
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        let head_id = repo.head_id().ok().map(|id| id.detach());
+        let version = content_version(head_branch.as_deref(), head_id, &all);
+        Ok(RefListing {
+            head_branch,
+            head_id,
+            all,
+            version,
+        })
+    }
+}
+
 /// All ref-derived data of a repository at one moment.
 #[derive(Debug, Default)]
 pub struct RefSnapshot {
-    /// Changes whenever the refs change (for ETags).
+    /// A hash of the ref values (HEAD's target and every ref's name, target and peeled id):
+    /// equal in every process that sees the same refs, so instances agree on ETags.
     pub version: u64,
     /// The branch HEAD points to, when it is one.
     pub head_branch: Option<String>,
@@ -82,35 +128,35 @@ pub struct RefSnapshot {
 }
 
 impl RefSnapshot {
-    pub fn build(repo: &gix::Repository, version: u64) -> Result<RefSnapshot, RepoError> {
+    pub fn build(repo: &gix::Repository) -> Result<RefSnapshot, RepoError> {
+        Ok(RefSnapshot::from_listing(repo, RefListing::read(repo)?))
+    }
+
+    /// The snapshot of `listing`: reads the branch tips and tags it names.
+    pub fn from_listing(repo: &gix::Repository, listing: RefListing) -> RefSnapshot {
+        let RefListing {
+            head_branch,
+            head_id,
+            all,
+            version,
+        } = listing;
         let mut snap = RefSnapshot {
+            head_branch,
             version,
             ..RefSnapshot::default()
         };
-        snap.head_branch = repo.head_name().ok().flatten().and_then(|n| {
-            n.as_bstr()
-                .strip_prefix(b"refs/heads/")
-                .map(|s| s.to_str_lossy().into_owned())
-        });
-        let platform = repo.references().map_err(RepoError::refs)?;
-        for reference in platform.all().map_err(RepoError::refs)? {
-            let Ok(reference) = reference else { continue };
-            let full = reference.inner.name.as_bstr().to_str_lossy().into_owned();
-            let Some(id) = reference.inner.target.try_id().map(ToOwned::to_owned) else {
-                continue;
-            };
-            let peeled = peel(repo, id, reference.inner.peeled);
-            snap.all.push(RefEntry {
-                name: full.clone(),
-                id,
-                peeled: peeled.filter(|p| *p != id),
-            });
-            snap.add(repo, &full, id, peeled.unwrap_or(id));
+        for entry in &all {
+            snap.add(
+                repo,
+                &entry.name,
+                entry.id,
+                entry.peeled.unwrap_or(entry.id),
+            );
         }
-        if let Ok(head) = repo.head_id() {
-            snap.decorate(head.detach(), DecorationKind::Head, "HEAD", "HEAD");
+        snap.all = all;
+        if let Some(head) = head_id {
+            snap.decorate(head, DecorationKind::Head, "HEAD", "HEAD");
         }
-        snap.all.sort_by(|a, b| a.name.cmp(&b.name));
         snap.branches.sort_by(|a, b| {
             b.committer_time
                 .seconds
@@ -135,7 +181,7 @@ impl RefSnapshot {
                     .then(b.full.cmp(&a.full))
             });
         }
-        Ok(snap)
+        snap
     }
 
     fn add(&mut self, repo: &gix::Repository, full: &str, id: ObjectId, target: ObjectId) {
@@ -204,6 +250,20 @@ impl RefSnapshot {
     pub fn tag(&self, name: &str) -> Option<&Tag> {
         self.tags.iter().find(|t| t.name == name)
     }
+}
+
+/// The content hash of a ref listing (`all` sorted by name): what HEAD names and points to, and
+/// every ref's name, target and peeled id. Never stat data, so copies and other processes agree.
+fn content_version(head_branch: Option<&str>, head: Option<ObjectId>, all: &[RefEntry]) -> u64 {
+    let mut h = super::ContentHash::new();
+    h.opt_str(head_branch);
+    h.bytes(head.as_ref().map_or(&[][..], |id| id.as_bytes()));
+    h.u64(all.len() as u64);
+    for r in all {
+        h.str(&r.name).bytes(r.id.as_bytes());
+        h.bytes(r.peeled.as_ref().map_or(&[][..], |id| id.as_bytes()));
+    }
+    h.finish() as u64
 }
 
 /// The peeled id of a ref: packed-refs' `^` line when present, else by reading tag headers

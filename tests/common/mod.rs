@@ -283,11 +283,22 @@ impl Response {
 /// One HTTP/1.1 request with `Connection: close`; the body is read to the end (chunked
 /// transfer decoded).
 pub fn request(addr: &str, method: &str, target: &str, headers: &[(&str, &str)]) -> Response {
+    request_as(addr, addr, method, target, headers)
+}
+
+/// Like [`request`], with `host` as the Host header (several servers answering for one name).
+pub fn request_as(
+    addr: &str,
+    host: &str,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+) -> Response {
     let mut stream = TcpStream::connect(addr).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
         .unwrap();
-    let mut head = format!("{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    let mut head = format!("{method} {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
     for (n, v) in headers {
         head.push_str(&format!("{n}: {v}\r\n"));
     }
@@ -371,6 +382,16 @@ pub struct Varnish {
 impl Varnish {
     /// `None` when varnishd is not installed (CI installs it; see .ci/run).
     pub fn start(backend: &str) -> Option<Varnish> {
+        let (host, port) = backend.rsplit_once(':').unwrap();
+        let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/varnish/cgitd-esi.vcl");
+        Self::start_vcl(&format!(
+            "vcl 4.1;\nbackend default {{ .host = \"{host}\"; .port = \"{port}\"; }}\ninclude \"{}\";\n",
+            include.display()
+        ))
+    }
+
+    /// A varnishd running `vcl` (a complete VCL file's text).
+    pub fn start_vcl(vcl_text: &str) -> Option<Varnish> {
         if Command::new("varnishd").arg("-V").output().is_err() {
             assert!(
                 std::env::var_os("CI").is_none(),
@@ -380,17 +401,8 @@ impl Varnish {
             return None;
         }
         let workdir = TempDir::new("varnish");
-        let (host, port) = backend.rsplit_once(':').unwrap();
         let vcl = workdir.path().join("main.vcl");
-        let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/varnish/cgitd-esi.vcl");
-        std::fs::write(
-            &vcl,
-            format!(
-                "vcl 4.1;\nbackend default {{ .host = \"{host}\"; .port = \"{port}\"; }}\ninclude \"{}\";\n",
-                include.display()
-            ),
-        )
-        .unwrap();
+        std::fs::write(&vcl, vcl_text).unwrap();
         let port = free_port();
         let child = Command::new("varnishd")
             .args(["-F", "-a", &format!("127.0.0.1:{port}"), "-f"])
@@ -418,6 +430,10 @@ impl Varnish {
 
     pub fn get(&self, target: &str) -> Response {
         request(&self.addr, "GET", target, &[])
+    }
+
+    pub fn request(&self, target: &str, headers: &[(&str, &str)]) -> Response {
+        request(&self.addr, "GET", target, headers)
     }
 
     /// A counter from varnishstat, e.g. `MAIN.cache_hit`.

@@ -3,37 +3,44 @@
 //! full object id.
 
 use crate::config::Globals;
-use crate::pages::{PageRequest, Site};
+use crate::pages::PageRequest;
+use crate::repos::{ContentHash, RepoState};
 use crate::request::page::TtlClass;
-use std::hash::{DefaultHasher, Hash, Hasher};
 
-/// A weak validator for a repository page: the request target (every parameter), the
-/// configuration generation, the ref snapshot version, whether ESI is on and the cgitd version.
-pub fn repo_etag(site: &Site, req: &PageRequest, refs_version: u64) -> String {
-    let mut h = DefaultHasher::new();
-    (
-        env!("CARGO_PKG_VERSION"),
-        site.generation,
-        &req.target,
-        refs_version,
-        req.surrogate_esi,
-    )
-        .hash(&mut h);
-    format!("W/\"{:016x}\"", h.finish())
+/// A weak validator for a repository page, from content only, so that every instance serving
+/// the same repositories with the same configuration gives the same one: the cgitd version, the
+/// repository's configuration hash (globals and its options, not its path), the request target
+/// and host (clone URLs and feeds name it), the content hash of the ref snapshot and whether
+/// ESI is on. No inode, mtime or process-local counter enters it.
+pub fn repo_etag(state: &RepoState, req: &PageRequest, refs_version: u64) -> String {
+    let mut h = ContentHash::new();
+    h.str(env!("CARGO_PKG_VERSION"))
+        .u128(state.config_hash())
+        .str(&req.target)
+        .opt_str(req.host.as_deref())
+        .u64(refs_version)
+        .u64(req.surrogate_esi.into());
+    format!("W/\"{}\"", short(h.finish()))
 }
 
 /// The validator of a repository-neutral fragment: its identity (ids, options, path).
 pub fn fragment_etag(identity: &str) -> String {
-    let mut h = DefaultHasher::new();
-    (env!("CARGO_PKG_VERSION"), identity).hash(&mut h);
-    format!("\"{:016x}\"", h.finish())
+    let mut h = ContentHash::new();
+    h.str(env!("CARGO_PKG_VERSION")).str(identity);
+    format!("\"{}\"", short(h.finish()))
 }
 
-/// A weak validator from a rendered body, for pages without a cheaper one (the index).
-pub fn body_etag(site: &Site, body: &[u8]) -> String {
-    let mut h = DefaultHasher::new();
-    (env!("CARGO_PKG_VERSION"), site.generation, body).hash(&mut h);
-    format!("W/\"{:016x}\"", h.finish())
+/// A weak validator from a rendered body, for pages without a cheaper one (the index): the
+/// bytes are the content, so equal pages from any instance validate each other.
+pub fn body_etag(body: &[u8]) -> String {
+    let mut h = ContentHash::new();
+    h.str(env!("CARGO_PKG_VERSION")).bytes(body);
+    format!("W/\"{}\"", short(h.finish()))
+}
+
+/// 96 of the hash's bits in hex: short enough for a header, far from colliding for one URL.
+fn short(hash: u128) -> String {
+    format!("{:024x}", hash >> 32)
 }
 
 /// Whether an `If-None-Match` header value matches `etag` (weak comparison).
