@@ -223,7 +223,17 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         req.if_none_match = None;
     }
     let is_index = req.page == pages::Page::Index;
-    let validator_stripped = cache_key.is_some() && if_none_match.is_some();
+    // Not looked up because the ref version was unknown: perhaps kept after the render.
+    let keep_later = (cache_key.is_none()
+        && app.responses.enabled()
+        && !(ranged && range.is_some())
+        && response_cache::cacheable_page(req.page))
+    .then(|| {
+        req.if_none_match = None;
+        req.clone()
+    });
+    let validator_stripped =
+        (cache_key.is_some() || keep_later.is_some()) && if_none_match.is_some();
     let rendered = render_scheduled(&app, &site, req, class, client::client_key(client)).await;
     let (mut page, waited, ran) = match rendered {
         Ok((page, waited, ran)) => (Arc::unwrap_or_clone(page), waited, ran),
@@ -232,6 +242,12 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     if ranged {
         range::advertise(&mut page);
     }
+    let cache_key = cache_key.or_else(|| {
+        let req = keep_later.as_ref()?;
+        let key = Key::for_request(&site, req, coding)?;
+        app.responses.stats.misses.inc();
+        key.rendered_from(&site, req, &page).then_some(key)
+    });
     if let Some(key) = cache_key
         && let Some(entry) = Entry::from_page(&page, is_index)
     {

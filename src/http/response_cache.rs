@@ -17,6 +17,7 @@
 //! Bounded in bytes (bodies, headers and keys); one entry is at most a sixteenth of the budget.
 
 use super::compress::Coding;
+use crate::pages::parts::validators;
 use crate::pages::{self, Page, PageRequest, Site};
 use axum::http::{HeaderMap, HeaderValue, header};
 use bytes::Bytes;
@@ -51,7 +52,7 @@ impl Key {
             None => (0, false),
             Some(url) => {
                 let state = site.repos.get(url)?;
-                let version = state.refs_version().ok()?;
+                let version = state.refs_version()?;
                 let clone_url_has_host = state
                     .config
                     .opts
@@ -69,6 +70,19 @@ impl Key {
             esi: req.surrogate_esi,
             coding,
         })
+    }
+
+    /// Whether `page`, rendered for `req` while the ref version was not known yet (the refs
+    /// had not been read, or had changed), was rendered from the version this key names — its
+    /// ETag says so — and may be kept under it.
+    pub fn rendered_from(&self, site: &Site, req: &PageRequest, page: &pages::Response) -> bool {
+        let Some(state) = req.repo.as_deref().and_then(|url| site.repos.get(url)) else {
+            return false;
+        };
+        let etag = validators::repo_etag(state, req, self.refs_version);
+        page.headers
+            .iter()
+            .any(|(name, value)| *name == "ETag" && *value == etag)
     }
 
     pub fn coding(&self) -> Coding {
@@ -89,7 +103,7 @@ impl Key {
 }
 
 /// The pages whose complete responses are kept.
-fn cacheable_page(page: Page) -> bool {
+pub fn cacheable_page(page: Page) -> bool {
     matches!(
         page,
         Page::Summary

@@ -183,10 +183,10 @@ impl RepoState {
         self.git.refs(repo)
     }
 
-    /// The version the current ref snapshot has (or the next one will have, when the refs
-    /// changed since it was built), without a git handle: the rate-limited stamp check alone.
-    /// A page rendered after this call uses a snapshot at least as new.
-    pub fn refs_version(&self) -> Result<u64, RepoError> {
+    /// The version of the current ref snapshot when it is known to be current, without a git
+    /// handle (the rate-limited stamp check alone); `None` when the refs have not been read
+    /// yet or changed since, so that only a render can tell the version.
+    pub fn refs_version(&self) -> Option<u64> {
         self.git.refs_version()
     }
 
@@ -431,21 +431,20 @@ impl GitRepo {
         cached.as_ref().and_then(|c| c.filters.clone())
     }
 
-    fn refs_version(&self) -> Result<u64, RepoError> {
+    fn refs_version(&self) -> Option<u64> {
         let mut cached = self.refs.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(c) = cached.as_mut() {
-            if c.checked.elapsed() < REF_CHECK_INTERVAL {
-                return Ok(c.snapshot.version);
-            }
-            let now = stamp::RefStamp::read(&self.path)?;
-            if now == c.stamp {
-                c.checked = Instant::now();
-                return Ok(c.snapshot.version);
-            }
-            // Changed: `checked` stays stale, so the next `refs` re-reads and rebuilds.
-            return Ok(now.version());
+        let c = cached.as_mut()?;
+        if c.checked.elapsed() < REF_CHECK_INTERVAL {
+            return Some(c.snapshot.version);
         }
-        Ok(stamp::RefStamp::read(&self.path)?.version())
+        let now = stamp::RefStamp::read(&self.path).ok()?;
+        if now == c.stamp && !c.stamp.is_racy() {
+            c.checked = Instant::now();
+            return Some(c.snapshot.version);
+        }
+        // Changed (or not trustworthy): `checked` stays stale, so the next `refs` re-reads;
+        // the new version is known only once the refs are read.
+        None
     }
 
     fn refs(&self, repo: &gix::Repository) -> Result<Arc<RefSnapshot>, RepoError> {
