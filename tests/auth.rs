@@ -324,3 +324,52 @@ fn lua_email_and_owner_filters_write_what_cgit_writes() {
         &[("<td class='sub right'>", "</table>")],
     );
 }
+
+#[test]
+fn pages_are_not_shared_between_requests_with_different_cookies() {
+    let dir = TempDir::new("auth-concurrent");
+    let filter = dir.path().join("slow-auth.sh");
+    // A slow cookie check, so that the requests below overlap.
+    std::fs::write(
+        &filter,
+        "#!/bin/sh\ncase \"$1\" in\nauthenticate-cookie)\n    sleep 0.3\n    \
+         case \"$2\" in *session=ok*) exit 1 ;; esac\n    exit 0 ;;\n\
+         body) printf '<h2>Authentication Required</h2>' ;;\nesac\nexit 0\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&filter, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // A worker per request: the filter's time is the page's time, and queued pages are shed.
+    let rc = site(
+        dir.path(),
+        &format!("git-workers=8\nauth-filter={}", filter.display()),
+    );
+    let server = Server::start(&rc);
+    let addr = server.addr.clone();
+    let answers: Vec<(bool, String)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..6)
+            .map(|i| {
+                let addr = addr.clone();
+                s.spawn(move || {
+                    let with_cookie = i % 2 == 0;
+                    let headers: &[(&str, &str)] = if with_cookie {
+                        &[("Cookie", "session=ok")]
+                    } else {
+                        &[]
+                    };
+                    let r = request(&addr, "GET", "/secret/", headers);
+                    (with_cookie, r.text())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (with_cookie, page) in answers {
+        assert_eq!(page.contains("only commit"), with_cookie, "{page}");
+        assert_eq!(
+            page.contains("Authentication Required"),
+            !with_cookie,
+            "{page}"
+        );
+    }
+}

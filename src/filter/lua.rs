@@ -231,6 +231,12 @@ fn install(lua: &Lua, call: &Rc<RefCell<Call>>) -> mlua::Result<()> {
         })?,
     )?;
     let package: mlua::Table = g.get("package")?;
+    // Pure-Lua modules installed by the distribution, too.
+    let path: String = package.get("path")?;
+    package.set(
+        "path",
+        format!("{path};/usr/share/lua/5.4/?.lua;/usr/share/lua/5.4/?/init.lua"),
+    )?;
     let preload: mlua::Table = package.get("preload")?;
     preload.set("posix.sys.stat", lua.create_function(posix_sys_stat)?)?;
     preload.set("posix.unistd", lua.create_function(posix_unistd)?)?;
