@@ -221,6 +221,13 @@ fn install(lua: &Lua, call: &Rc<RefCell<Call>>) -> mlua::Result<()> {
             )))
         })?,
     )?;
+    // The server's stdin is not the filter's: reading it would block. Input comes through
+    // filter_write.
+    let io: mlua::Table = g.get("io")?;
+    io.set(
+        "read",
+        lua.create_function(|_, _: mlua::Variadic<Value>| Ok(Value::Nil))?,
+    )?;
     let env_call = Rc::clone(call);
     os.set(
         "getenv",
@@ -549,6 +556,11 @@ mod tests {
             "function filter_open() os.exit(177) end\nfunction filter_close() return 0 end\n",
         );
         assert!(run(&path, &[], &[], b"").is_err());
+        let path = script(
+            "read.lua",
+            "function filter_open() end\nfunction filter_close() return io.read() == nil and 1 or 0 end\n",
+        );
+        assert_eq!(run(&path, &[], &[], b"").unwrap().status, 1);
     }
 
     #[test]
