@@ -142,6 +142,16 @@ fn simple_authentication_lua_protects_a_repository() {
     assert!(form_page.contains("<h2>Authentication Required</h2>"));
     assert!(form_page.contains("<form method='post' action='/?p=login'>"));
     assert!(!form_page.contains("only commit"));
+    assert_like_cgit(
+        &server,
+        &rc,
+        "/secret/",
+        &[
+            ("<title>", "</title>"),
+            ("<div class='content'>", "<input type='hidden'"),
+            ("<table><tr><td><label", "</div>"),
+        ],
+    );
     assert!(refused.header("Cache-Control").unwrap().contains("private"));
     // An unprotected repository is served, privately all the same.
     let open = server.get("/open/");
