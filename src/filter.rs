@@ -1,6 +1,8 @@
 //! Filter programs, as cgit runs its exec filters: the configured program (no shell) with
 //! arguments and cgit's `CGIT_REPO_*` environment, input on stdin, output from stdout — with a
-//! time limit and an output cap.
+//! time limit and an output cap — and `lua:` filters in an embedded Lua ([`lua`]).
+
+pub mod lua;
 
 use crate::config::RepoConfig;
 use std::io::{Read, Write};
@@ -8,12 +10,39 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// How long a filter may run.
-const FILTER_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const FILTER_TIMEOUT: Duration = Duration::from_secs(5);
 /// Output kept from a filter, at most.
-const MAX_OUTPUT: u64 = 8 << 20;
+pub(crate) const MAX_OUTPUT: u64 = 8 << 20;
 
-/// The program of an `exec:` (or prefix-less) filter spec; `None` for `lua:` filters, which
-/// cgitd does not run.
+/// What a filter wrote and its exit status (`filter_close`'s number for Lua filters).
+#[derive(Debug)]
+pub struct Output {
+    pub out: Vec<u8>,
+    pub status: i32,
+}
+
+/// Runs the filter `spec` (`exec:`, prefix-less or `lua:`) once with `args`, `env` and `input`.
+pub fn apply(
+    spec: &str,
+    args: &[&str],
+    env: &[(&str, String)],
+    input: &[u8],
+) -> Result<Output, String> {
+    match spec.strip_prefix("lua:") {
+        Some(script) => lua::run(std::path::Path::new(script), args, env, input),
+        None => run_exec(spec.strip_prefix("exec:").unwrap_or(spec), args, env, input),
+    }
+}
+
+/// Why a filter spec cannot be run at all: a prefix other than `exec:` and `lua:` (cgit
+/// refuses to start with one; a single letter is a Windows drive, as in cgit).
+pub fn spec_problem(spec: &str) -> Option<String> {
+    let (prefix, _) = spec.split_once(':')?;
+    (prefix.len() > 1 && prefix != "exec" && prefix != "lua")
+        .then(|| format!("invalid filter type '{prefix}' in {spec}"))
+}
+
+/// The program of an `exec:` (or prefix-less) filter spec; `None` for `lua:` filters.
 pub fn exec_program(spec: &str) -> Option<&str> {
     if let Some(program) = spec.strip_prefix("exec:") {
         return Some(program);
@@ -43,6 +72,16 @@ pub fn run(
     env: &[(&str, String)],
     input: &[u8],
 ) -> Result<Vec<u8>, String> {
+    run_exec(program, args, env, input).map(|o| o.out)
+}
+
+/// [`run`], with the exit status; a program killed by a signal has failed.
+pub fn run_exec(
+    program: &str,
+    args: &[&str],
+    env: &[(&str, String)],
+    input: &[u8],
+) -> Result<Output, String> {
     let mut child = Command::new(program)
         .args(args)
         .envs(env.iter().map(|(k, v)| (k, v)))
@@ -63,9 +102,9 @@ pub fn run(
         out
     });
     let deadline = Instant::now() + FILTER_TIMEOUT;
-    loop {
+    let status = loop {
         match child.try_wait() {
-            Ok(Some(_)) => break,
+            Ok(Some(status)) => break status,
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
             _ => {
                 let _ = child.kill();
@@ -73,11 +112,15 @@ pub fn run(
                 return Err(format!("filter {program} timed out"));
             }
         }
-    }
+    };
     let _ = writer.join();
-    reader
+    let out = reader
         .join()
-        .map_err(|_| format!("reading filter {program} failed"))
+        .map_err(|_| format!("reading filter {program} failed"))?;
+    let status = status
+        .code()
+        .ok_or_else(|| format!("filter {program} exited abnormally"))?;
+    Ok(Output { out, status })
 }
 
 /// What is wrong with the filter programs a configuration names: missing, not a file or not
@@ -86,22 +129,34 @@ pub fn program_problems(config: &crate::config::Config) -> Vec<String> {
     use std::os::unix::fs::PermissionsExt;
     let mut users: std::collections::BTreeMap<&str, usize> = Default::default();
     for repo in &config.repos {
-        for program in repo.opts.filters().filter_map(exec_program) {
-            *users.entry(program).or_default() += 1;
+        for spec in repo.opts.filters() {
+            *users.entry(spec).or_default() += 1;
         }
+    }
+    if let Some(auth) = &config.globals.auth_filter {
+        users.entry(auth).or_default();
     }
     users
         .into_iter()
-        .filter_map(|(program, repos)| {
+        .filter_map(|(spec, repos)| {
+            let (program, script) = match exec_program(spec) {
+                Some(program) => (program, false),
+                None => (spec.strip_prefix("lua:").unwrap_or(spec), true),
+            };
             let problem = match std::fs::metadata(program) {
+                Err(e) if script => format!("cannot be read ({e})"),
                 Err(e) => format!("cannot be run ({e})"),
                 Ok(m) if !m.is_file() => "is not a file".to_string(),
-                Ok(m) if m.permissions().mode() & 0o111 == 0 => "is not executable".to_string(),
+                Ok(m) if !script && m.permissions().mode() & 0o111 == 0 => {
+                    "is not executable".to_string()
+                }
                 Ok(_) => return None,
             };
-            Some(format!(
-                "filter {program} {problem}; {repos} repositories use it"
-            ))
+            Some(if repos == 0 {
+                format!("filter {program} {problem}; it is the auth-filter")
+            } else {
+                format!("filter {program} {problem}; {repos} repositories use it")
+            })
         })
         .collect()
 }
@@ -117,6 +172,11 @@ mod tests {
         assert_eq!(exec_program("exec:/bin/x"), Some("/bin/x"));
         assert_eq!(exec_program("lua:/x.lua"), None);
         assert!(run("/nonexistent/filter", &[], &[], b"").is_err());
+        let out = apply("exec:/bin/sh", &["-c", "cat; exit 3"], &[], b"in").unwrap();
+        assert_eq!((out.out.as_slice(), out.status), (&b"in"[..], 3));
+        assert_eq!(spec_problem("exec:/x"), None);
+        assert_eq!(spec_problem("c:/x"), None);
+        assert!(spec_problem("ldap:/x").is_some());
     }
 
     #[test]

@@ -27,6 +27,7 @@
 //!    (compressed by tower-http when the client accepts it), or streams a file body
 //!    (snapshots, clone files) from a blocking thread.
 
+pub mod auth;
 pub mod cache;
 pub mod config;
 pub mod filter;

@@ -97,10 +97,10 @@ fn sighup_reloads_the_configuration() {
     }
     assert!(reloaded, "the renamed repository appears after SIGHUP");
     assert_eq!(server.get("/r/").status, 404);
-    // A configuration asking for authentication cgitd cannot do keeps the old one.
+    // A configuration asking for authentication of a kind no one can run keeps the old one.
     let text = std::fs::read_to_string(&rc).unwrap();
     let with_auth = format!(
-        "auth-filter=/usr/lib/cgit/filters/simple-authentication.lua\n{}",
+        "auth-filter=ldap:/usr/lib/cgit/filters/simple-authentication.lua\n{}",
         text.replace("repo.url=renamed\n", "repo.url=again\n")
     );
     std::fs::write(&rc, with_auth).unwrap();
@@ -124,10 +124,10 @@ fn hang_up_and_wait(server: &Server) {
 }
 
 #[test]
-fn an_auth_filter_is_refused_rather_than_ignored() {
+fn an_auth_filter_of_an_unknown_kind_is_refused_rather_than_ignored() {
     let (_dir, rc) = one_repo_site("auth");
     let text = std::fs::read_to_string(&rc).unwrap();
-    std::fs::write(&rc, format!("auth-filter=lua:/etc/cgit/auth.lua\n{text}")).unwrap();
+    std::fs::write(&rc, format!("auth-filter=ldap:/etc/cgit/auth\n{text}")).unwrap();
     let rc = rc.to_str().unwrap();
     for args in [
         vec!["serve", "--config", rc, "--listen", "127.0.0.1:0"],
@@ -142,8 +142,29 @@ fn an_auth_filter_is_refused_rather_than_ignored() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(
-            said.contains("auth-filter=lua:/etc/cgit/auth.lua is set"),
+            said.contains("auth-filter=ldap:/etc/cgit/auth: invalid filter type 'ldap'"),
             "{said}"
         );
     }
+}
+
+#[test]
+fn a_missing_auth_filter_is_reported_and_authenticates_nobody() {
+    let (_dir, rc) = one_repo_site("auth-missing");
+    let text = std::fs::read_to_string(&rc).unwrap();
+    std::fs::write(&rc, format!("auth-filter=lua:/etc/cgit/auth.lua\n{text}")).unwrap();
+    let rc = rc.to_str().unwrap();
+    let out = cgitd(&["check-config", rc]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("filter /etc/cgit/auth.lua cannot be read") && said.contains("auth-filter"),
+        "{said}"
+    );
+    let out = cgitd(&["render", "--config", rc, "/r/"]);
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        page.contains("<title>Authentication Required</title>"),
+        "{page}"
+    );
+    assert!(!page.contains("only commit"), "{page}");
 }

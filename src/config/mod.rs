@@ -91,16 +91,13 @@ impl Config {
         self.repos.iter().find(|r| !r.ignore && r.url == url)
     }
 
-    /// Why this configuration must not be served, if it must not: an `auth-filter` asks for
-    /// authentication cgitd does not perform, so serving would expose what it protects.
+    /// Why this configuration must not be served, if it must not: an `auth-filter` of a kind
+    /// that cannot be run (cgit refuses to start), as serving without it would expose what it
+    /// protects.
     pub fn refusal(&self) -> Option<String> {
-        self.globals.auth_filter.as_ref().map(|f| {
-            format!(
-                "auth-filter={f} is set, but cgitd runs no authentication filters; refusing to \
-                 serve these repositories without it (put authentication in front of cgitd and \
-                 remove the option)"
-            )
-        })
+        let f = self.globals.auth_filter.as_ref()?;
+        crate::filter::spec_problem(f)
+            .map(|why| format!("auth-filter={f}: {why}; refusing to serve without it"))
     }
 
     pub fn has_errors(&self) -> bool {

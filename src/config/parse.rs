@@ -46,18 +46,6 @@ impl Parser {
 
     pub(super) fn finish(mut self, source: String) -> Config {
         for repo in &self.repos {
-            for filter in repo.opts.filters().filter(|f| f.starts_with("lua:")) {
-                self.diagnostics.push(Diagnostic {
-                    severity: Severity::Warning,
-                    location: repo.origin.clone(),
-                    message: format!(
-                        "repository '{}': {filter} is not run (cgitd runs exec filters only)",
-                        repo.url
-                    ),
-                });
-            }
-        }
-        for repo in &self.repos {
             if repo.path.as_os_str().is_empty() {
                 self.diagnostics.push(Diagnostic {
                     severity: Severity::Error,
@@ -570,18 +558,6 @@ mod tests {
         );
         assert_eq!(cfg.repos[0].opts.commit_filter, None);
         assert_eq!(cfg.repos[1].opts.commit_filter.as_deref(), Some("/bin/y"));
-    }
-
-    #[test]
-    fn lua_filters_are_named_as_not_run() {
-        let cfg = Config::from_text(
-            "source-filter=lua:/usr/lib/cgit/filters/syntax.lua\nrepo.url=a\nrepo.path=/a\n",
-            "rc",
-        );
-        assert!(cfg.diagnostics.iter().any(|d| {
-            d.to_string()
-                .contains("repository 'a': lua:/usr/lib/cgit/filters/syntax.lua is not run")
-        }));
     }
 
     #[test]

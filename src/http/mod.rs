@@ -1,6 +1,7 @@
 //! The HTTP server: axum router, static files, scheduling each request's git work by cost,
 //! sharing identical renders, access log, and configuration reloads.
 
+mod auth;
 mod client;
 pub mod compress;
 mod metrics;
@@ -153,10 +154,13 @@ pub fn router(app: Arc<App>) -> axum::Router {
 }
 
 async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
+    let site = app.site();
+    if request.method() == Method::POST {
+        return auth::post(&app, site, request).await;
+    }
     if request.method() != Method::GET && request.method() != Method::HEAD {
         return (StatusCode::METHOD_NOT_ALLOWED, "Method not allowed\n").into_response();
     }
-    let site = app.site();
     let uri = request.uri();
     if let Some(response) = static_file(&site, uri.path()) {
         return response;
@@ -193,6 +197,16 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         .map_or(std::net::Ipv4Addr::LOCALHOST.into(), |c| c.0.ip());
     let forwarded = header_text(header::HeaderName::from_static("x-forwarded-for"));
     let client = client::client_addr(peer, forwarded, &site.config.globals.trusted_proxies);
+    // With an auth-filter every page depends on the cookie: no ESI fragments for a surrogate.
+    let auth = site
+        .config
+        .globals
+        .auth_filter
+        .is_some()
+        .then(|| auth::auth_request(&site, &request, Some(&req)));
+    if auth.is_some() {
+        req.surrogate_esi = false;
+    }
     let page_kind = req.page;
     let page_label = page_kind.row().metric_label;
     let class = pages::cost_class(&site, &req);
@@ -201,7 +215,9 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     // A byte range is cut from the whole response, which the response cache does not hold.
     let range = header_text(header::RANGE);
     let ranged = range::accepts_ranges(page_kind);
-    let cache_key = if app.responses.enabled() && !(ranged && range.is_some()) {
+    // Pages that depend on the cookie are never kept (nor shared by single flight).
+    let caching = app.responses.enabled() && auth.is_none();
+    let cache_key = if caching && !(ranged && range.is_some()) {
         Key::for_request(&site, &req, coding)
     } else {
         None
@@ -225,7 +241,7 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     let is_index = req.page == pages::Page::Index;
     // Not looked up because the ref version was unknown: perhaps kept after the render.
     let keep_later = (cache_key.is_none()
-        && app.responses.enabled()
+        && caching
         && !(ranged && range.is_some())
         && response_cache::cacheable_page(req.page))
     .then(|| {
@@ -234,7 +250,8 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     });
     let validator_stripped =
         (cache_key.is_some() || keep_later.is_some()) && if_none_match.is_some();
-    let rendered = render_scheduled(&app, &site, req, class, client::client_key(client)).await;
+    let client_key = client::client_key(client);
+    let rendered = render_scheduled(&app, &site, req, class, client_key, auth).await;
     let (mut page, waited, ran) = match rendered {
         Ok((page, waited, ran)) => (Arc::unwrap_or_clone(page), waited, ran),
         Err(shed) => (shed_page(&site, shed), Duration::ZERO, Duration::ZERO),
@@ -421,14 +438,26 @@ fn entry_response(entry: &Entry, if_none_match: Option<&str>) -> Response {
 }
 
 /// Renders on a git worker in the request's cost class; a request identical to one already
-/// rendering waits for that render instead.
+/// rendering waits for that render instead — unless an auth-filter decides about each request
+/// (`auth`), whose pages are never shared.
 async fn render_scheduled(
     app: &App,
     site: &Arc<Site>,
     req: PageRequest,
     class: CostClass,
     client: u64,
+    auth: Option<crate::auth::AuthRequest>,
 ) -> Rendered {
+    if let Some(auth) = auth {
+        let worker_site = Arc::clone(site);
+        let done = app
+            .scheduler
+            .run(class, client, move || {
+                crate::auth::render(&worker_site, &req, &auth)
+            })
+            .await?;
+        return Ok((Arc::new(done.value), done.waited, done.ran));
+    }
     let key = (site.generation, req.clone());
     let worker_site = Arc::clone(site);
     let render = async move {

@@ -110,9 +110,9 @@ fn render_readme(
     data: &[u8],
     rewrite: &(dyn Fn(&str) -> Option<String> + Sync),
 ) -> String {
-    if let Some(program) = filter.and_then(crate::filter::exec_program) {
-        match crate::filter::run(program, &[name], env, data) {
-            Ok(out) => return readme::sanitize(&String::from_utf8_lossy(&out), rewrite),
+    if let Some(spec) = filter {
+        match crate::filter::apply(spec, &[name], env, data) {
+            Ok(out) => return readme::sanitize(&String::from_utf8_lossy(&out.out), rewrite),
             Err(e) => tracing::warn!("about-filter: {e}"),
         }
     }

@@ -2,7 +2,7 @@
 //! they give a filter and where its output goes, as cgit does it.
 
 use super::html::escape;
-use crate::filter::{config_env, exec_program, run};
+use crate::filter::{apply, config_env};
 use crate::git::commit::Person;
 use crate::pages::RepoCtx;
 
@@ -21,11 +21,11 @@ pub fn filtered_text(
     text: &str,
 ) -> String {
     let escaped = escape(text);
-    let Some(program) = filter.and_then(exec_program) else {
+    let Some(spec) = filter else {
         return escaped;
     };
-    match run(program, args, &env(), escaped.as_bytes()) {
-        Ok(out) => String::from_utf8_lossy(&out).into_owned(),
+    match apply(spec, args, &env(), escaped.as_bytes()) {
+        Ok(out) => String::from_utf8_lossy(&out.out).into_owned(),
         Err(e) => {
             tracing::warn!("{e}");
             escaped
@@ -58,11 +58,11 @@ pub fn name_and_email_html(ctx: &RepoCtx<'_>, person: &Person, page: &str) -> St
 /// text and the file's name, as cgit runs it, e.g. for syntax highlighting), else escaped.
 pub fn source_html(ctx: &RepoCtx<'_>, path: &[u8], text: &[u8]) -> String {
     let filter = ctx.state.config.opts.source_filter.as_deref();
-    if let Some(program) = filter.and_then(exec_program) {
+    if let Some(spec) = filter {
         let name = path.rsplit(|&b| b == b'/').next().unwrap_or_default();
         let name = String::from_utf8_lossy(name);
-        match run(program, &[&name], &repo_env(ctx), text) {
-            Ok(out) => return String::from_utf8_lossy(&out).into_owned(),
+        match apply(spec, &[&name], &repo_env(ctx), text) {
+            Ok(out) => return String::from_utf8_lossy(&out.out).into_owned(),
             Err(e) => tracing::warn!("source-filter: {e}"),
         }
     }
