@@ -13,7 +13,9 @@
 //!    repository (longest configured url prefix), the [`request::Page`] from the page table,
 //!    the path after it and cgit's query parameters. An unknown page is a 404 here.
 //! 3. [`pages::cost_class`] decides from the page's row, its parameters and what is known of
-//!    the repository whether the work is cheap or expensive — before any git work.
+//!    the repository whether the work is cheap or expensive — before any git work. With an
+//!    `auth-filter`, `http::auth` asks it about the request's cookie first.
+//!    A repeated page is answered here from [`http::response_cache`] (a lookup and one write).
 //! 4. `http::render_scheduled` hands the render to [`http::scheduler::Scheduler::run`] in that
 //!    class (a request identical to one already rendering waits for it instead, through
 //!    [`http::single_flight::SingleFlight`]); a request that cannot get a worker in time gets
@@ -23,9 +25,10 @@
 //!    `If-None-Match` with a 304, and dispatches on the page with one exhaustive match to its
 //!    module (`pages::log::render`, …), which asks `git::*` for plain data and renders an
 //!    askama template inside the frame into one buffer.
-//! 6. Back in `http::handle`, `http::to_http` sets status and headers and sends the buffer
-//!    (compressed by tower-http when the client accepts it), or streams a file body
-//!    (snapshots, clone files) from a blocking thread.
+//! 6. Back in `http::handle` the page is kept in the response cache when it may be, cut to a
+//!    byte range when one is asked for, compressed once, and `http::to_http` sets status and
+//!    headers and sends the buffer, or streams a file body (snapshots, clone files) from a
+//!    blocking thread.
 
 pub mod auth;
 pub mod cache;
