@@ -152,3 +152,46 @@ fn index_order_sections_and_scanned_names_match_cgit() {
         }
     }
 }
+
+#[test]
+fn the_operators_root_readme_and_clone_urls_are_as_cgit_shows_them() {
+    let dir = TempDir::new("root-readme");
+    let readme = dir.path().join("readme.html");
+    std::fs::write(
+        &readme,
+        "<h1>Welcome</h1><p>the <b>operator's</b> html</p>\n",
+    )
+    .unwrap();
+    let base = std::fs::read_to_string(&SITE.rc).unwrap();
+    for (name, option) in [
+        ("html", format!("root-readme={}\n", readme.display())),
+        ("empty", "root-readme=\n".to_string()),
+    ] {
+        let rc = dir.path().join(format!("cgitrc-{name}"));
+        let clone = "clone-url=https://git.example.org/$CGIT_REPO_URL#tip\n";
+        std::fs::write(&rc, format!("{option}{clone}{base}")).unwrap();
+        let server = Server::start(&rc);
+        assert_like_cgit(
+            &server,
+            &rc,
+            "/",
+            &[("<a class='active' href='/'>index</a>", "</td>")],
+        );
+        let about = server.page("/?p=about");
+        assert_like_cgit(
+            &server,
+            &rc,
+            "/?p=about",
+            &[("<div class='content'>", "</div>")],
+        );
+        if name == "html" {
+            assert!(about.contains("<b>operator's</b>"), "included, not escaped");
+        }
+        assert_like_cgit(&server, &rc, "/bare/", &[("<a rel='vcs-git'", "</a>")]);
+        let summary = server.page("/bare/");
+        assert!(
+            summary.contains("href='https://git.example.org/bare%23tip'"),
+            "{summary}"
+        );
+    }
+}

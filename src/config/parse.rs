@@ -331,7 +331,8 @@ impl Parser {
         match key {
             "root-title" => g.root_title = value.into(),
             "root-desc" => g.root_desc = value.into(),
-            "root-readme" => g.root_readme = non_empty(value),
+            // Set, even empty, it gives the index an about tab, as in cgit.
+            "root-readme" => g.root_readme = Some(value.into()),
             "max-repo-count" => g.max_repo_count = count,
             "max-repodesc-length" => g.max_repodesc_length = count,
             "enable-index-links" => g.enable_index_links = flag,

@@ -16,6 +16,13 @@ struct About {
     html: String,
 }
 
+/// The site's about page: the root readme as it is, without the repository page's wrapper.
+#[derive(Template)]
+#[template(source = "{{ html|safe }}", ext = "html")]
+struct SiteAbout {
+    html: String,
+}
+
 /// A relative URL rewriter for rendered readmes.
 type Rewrite<'a> = Box<dyn Fn(&str) -> Option<String> + Sync + 'a>;
 
@@ -85,20 +92,33 @@ pub fn render_site(site: &Site, req: &PageRequest) -> Result<Response, PageError
         .root_readme
         .as_ref()
         .ok_or_else(|| PageError::NotFound("Not found".into()))?;
-    let data = readme::read_file(std::path::Path::new(path))
-        .ok_or_else(|| PageError::NotFound("Not found".into()))?;
-    let body = About {
-        html: render_readme(
-            g.defaults.about_filter.as_deref(),
-            &[],
-            path,
-            &data,
-            &|_| None,
-        ),
+    // An empty `root-readme=` shows an empty page, as in cgit.
+    let data = match path.is_empty() {
+        true => Vec::new(),
+        false => readme::read_file(std::path::Path::new(path))
+            .ok_or_else(|| PageError::NotFound("Not found".into()))?,
     };
+    let filter = g.defaults.about_filter.as_deref();
+    let html = if path.is_empty() {
+        String::new()
+    } else if filter.is_none() && is_html(path, &data) {
+        // The operator's own HTML, included as cgit includes it.
+        String::from_utf8_lossy(&data).into_owned()
+    } else {
+        render_readme(filter, &[], path, &data, &|_| None)
+    };
+    let body = SiteAbout { html };
     let mut frame = Frame::site(site, req, Some("about"));
     frame.title = format!("about - {}", frame.title);
     Ok(Response::html(frame::wrap(site, &frame, &body)?))
+}
+
+/// Whether an operator's file is HTML: by its name, or it starts with a tag.
+fn is_html(name: &str, data: &[u8]) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.ends_with(".html")
+        || lower.ends_with(".htm")
+        || data.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'<')
 }
 
 /// A readme as sanitized HTML: through the about-filter when one is configured, else Markdown

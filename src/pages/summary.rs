@@ -1,6 +1,7 @@
 //! summary: the repository front page — branches, tags, recent log and clone URLs.
 
 use super::parts::frame::{self, Frame};
+use super::parts::links::escape_path;
 use super::parts::shared::{self, BranchRow, LogRow, TagRow};
 use super::{PageError, RepoCtx, Response};
 use crate::git::changes::{ChangeCount, Counter};
@@ -26,7 +27,8 @@ struct Summary {
     /// cgit's `enable-log-filecount` / `enable-log-linecount` columns, as on the log page.
     show_files: bool,
     show_lines: bool,
-    clone_urls: Vec<String>,
+    /// Each clone URL escaped as cgit escapes a link's path, and as shown.
+    clone_urls: Vec<(String, String)>,
     repo_name: String,
 }
 
@@ -61,7 +63,10 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         more_log,
         show_files: ctx.state.config.opts.enable_log_filecount,
         show_lines: ctx.state.config.opts.enable_log_linecount,
-        clone_urls: frame::clone_urls(ctx),
+        clone_urls: frame::clone_urls(ctx)
+            .into_iter()
+            .map(|url| (escape_path(url.as_bytes()), url))
+            .collect(),
         repo_name: ctx.state.config.name.clone(),
     };
     let frame = Frame::repo(ctx, "summary");

@@ -64,7 +64,7 @@ impl<'a> Frame<'a> {
         if g.root_readme.is_some() {
             tabs.push(Tab {
                 label: "about",
-                href: format!("{}about/", g.virtual_root),
+                href: format!("{}?p=about", g.virtual_root),
                 active: active == Some("about"),
             });
         }
