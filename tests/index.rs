@@ -195,3 +195,29 @@ fn the_operators_root_readme_and_clone_urls_are_as_cgit_shows_them() {
         );
     }
 }
+
+#[test]
+fn the_logo_is_the_global_one_as_the_file_ends_unless_a_repository_sets_its_own() {
+    let dir = TempDir::new("logo-order");
+    let work = dir.path().join("scan/w");
+    init_repo(&work);
+    write(&work, "f", "x\n");
+    commit_all(&work, "one", "2024-01-02T03:04:05Z");
+    let rc = dir.path().join("cgitrc");
+    std::fs::write(
+        &rc,
+        format!(
+            "virtual-root=/\nlogo=/a.png\nlogo-link=/la\nrepo.url=x\nrepo.path={w}\n\
+             scan-path={scan}\nlogo=/b.png\nlogo-link=/lb\nrepo.url=y\nrepo.path={w}\n\
+             repo.logo=/own.png\n",
+            w = work.join(".git").display(),
+            scan = dir.path().join("scan").display()
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&rc);
+    for url in ["/", "/x/", "/y/", "/w/.git/"] {
+        assert_like_cgit(&server, &rc, url, &[("<td class='logo'", "</td>")]);
+    }
+    assert!(server.page("/x/").contains("<img src='/b.png'"));
+}

@@ -443,11 +443,16 @@ impl Parser {
 pub(super) const NO_DESCRIPTION: &str = "[no description]";
 
 fn new_repo(url: String, defaults: &RepoDefaults, origin: &str) -> RepoConfig {
+    let mut opts = defaults.clone();
+    // cgit shows the global logo as it stands at the end of the file (a `logo=` after
+    // `scan-path` counts too); only `repo.logo`/`repo.logo-link` override it.
+    opts.logo = None;
+    opts.logo_link = None;
     RepoConfig {
         name: url.clone(),
         url,
         desc: NO_DESCRIPTION.into(),
-        opts: defaults.clone(),
+        opts,
         origin: origin.to_string(),
         ..RepoConfig::default()
     }

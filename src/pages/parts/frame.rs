@@ -180,11 +180,12 @@ impl<'a> Frame<'a> {
         Frame {
             g,
             title: page_title(ctx, active, None),
-            logo: cfg.opts.logo.clone(),
+            logo: cfg.opts.logo.clone().or_else(|| g.defaults.logo.clone()),
             logo_link: cfg
                 .opts
                 .logo_link
                 .clone()
+                .or_else(|| g.defaults.logo_link.clone())
                 .unwrap_or_else(|| g.virtual_root.clone()),
             extra_head: cfg.extra_head_content.clone(),
             atom_feed: Some(links::with_args(
