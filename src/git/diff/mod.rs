@@ -18,6 +18,7 @@ pub use lines::{Hunk, Line, LineKind};
 pub use tree::Entry;
 
 use super::error::GitError;
+use super::tree::is_binary;
 use gix::ObjectId;
 use gix::bstr::BString;
 
@@ -211,11 +212,6 @@ impl TreeDiff {
     pub fn uncounted(&self) -> usize {
         self.files.iter().filter(|f| !f.counted).count()
     }
-}
-
-/// git's binary rule: a NUL byte in the first 8000 bytes.
-pub fn is_binary(data: &[u8]) -> bool {
-    data[..data.len().min(8000)].contains(&0)
 }
 
 /// The tree of a commit.
