@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
@@ -49,28 +49,7 @@ fn post(addr: &str, target: &str, body: &str) -> Response {
         body.len()
     )
     .unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
-    let mut lines = head.split("\r\n");
-    let status = lines
-        .next()
-        .unwrap()
-        .split(' ')
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
-        .collect();
-    Response {
-        status,
-        headers,
-        body: raw[split + 4..].to_vec(),
-    }
+    read_response(&mut stream)
 }
 
 /// Form encoding of a value.

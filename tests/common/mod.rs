@@ -304,6 +304,11 @@ pub fn request_as(
     }
     head.push_str("\r\n");
     stream.write_all(head.as_bytes()).unwrap();
+    read_response(&mut stream)
+}
+
+/// Reads a whole `Connection: close` response (status, headers, de-chunked body).
+pub fn read_response(stream: &mut TcpStream) -> Response {
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).unwrap();
     let split = raw
