@@ -17,20 +17,6 @@ struct Fixture {
 
 static TANGLE: LazyLock<Fixture> = LazyLock::new(build_tangle);
 
-fn at(dir: &Path, args: &[&str], when: i64) {
-    let date = format!("@{when} +0000");
-    let out = git_command(dir, args)
-        .env("GIT_AUTHOR_DATE", &date)
-        .env("GIT_COMMITTER_DATE", &date)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 fn build_tangle() -> Fixture {
     let dir = shared_dir("graph");
     let work = dir.join("work");
@@ -67,7 +53,7 @@ fn build_tangle() -> Fixture {
         if n.is_multiple_of(4) {
             args.extend(["-m", "A body\nof two lines", "-m", "and a paragraph"]);
         }
-        at(&work, &args, when);
+        git_dated(&work, &args, when, None);
     };
     let merge = |into: &str, from: &[&str], when: i64| {
         git(&work, &["checkout", "-q", into]);
@@ -86,18 +72,15 @@ fn build_tangle() -> Fixture {
             assert!(from.len() > 1, "{}", String::from_utf8_lossy(&out.stderr));
             git(&work, &["reset", "-q", "--hard"]);
             let msg = format!("merge {} into {into}", from[0]);
-            at(
-                &work,
-                &["merge", "-q", "--no-ff", "-m", &msg, from[0]],
-                when,
-            );
+            let merge = ["merge", "-q", "--no-ff", "-m", &msg, from[0]];
+            git_dated(&work, &merge, when, None);
         }
     };
     write(&work, "main.txt", "0\n");
     let shared: String = (0..50).map(|i| format!("s{i}\n")).collect();
     write(&work, "shared.txt", shared);
     git(&work, &["add", "-A"]);
-    at(&work, &["commit", "-q", "-m", "main 0"], tick());
+    git_dated(&work, &["commit", "-q", "-m", "main 0"], tick(), None);
     let branches = ["main", "b1", "b2", "b3", "b4"];
     for b in &branches[1..] {
         git(&work, &["branch", b]);

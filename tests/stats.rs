@@ -57,21 +57,8 @@ fn stats_site() -> Site {
     write(&work, "sub/side.txt", "side\n");
     commit_as(&work, "Sid", day_end(2), "side work");
     git(&work, &["checkout", "-q", "main"]);
-    let merge_date = format!("@{} +0000", now - 60);
-    let out = git_command(
-        &work,
-        &["merge", "-q", "--no-ff", "-m", "merge side", "side"],
-    )
-    .env("GIT_AUTHOR_NAME", "Merger")
-    .env("GIT_AUTHOR_DATE", &merge_date)
-    .env("GIT_COMMITTER_DATE", &merge_date)
-    .output()
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let merge = ["merge", "-q", "--no-ff", "-m", "merge side", "side"];
+    git_dated(&work, &merge, now - 60, Some("Merger"));
     let rc = r_and_off_rc(&dir, &work.join(".git"), "repo.max-stats=year");
     let extra = format!(
         "\nrepo.url=m\nrepo.path={}/.git\nrepo.max-stats=month\n",

@@ -149,26 +149,33 @@ pub fn commit_staged(dir: &Path, message: &[u8], date: &str) -> String {
     git(dir, &["rev-parse", "HEAD"]).trim().to_string()
 }
 
-/// Commits everything as `author` (mail `<author with dots>@example.com`) at unix time `when`
-/// (author and committer date); returns the commit id.
-pub fn commit_as(dir: &Path, author: &str, when: i64, message: &str) -> String {
-    git(dir, &["add", "-A"]);
+/// Runs `git args` in `dir` with author and committer date unix time `when`, as `author`
+/// (mail `<author with dots>@example.com`) when one is given; asserts it succeeded.
+pub fn git_dated(dir: &Path, args: &[&str], when: i64, author: Option<&str>) {
     let date = format!("@{when} +0000");
-    let out = git_command(dir, &["commit", "-q", "--allow-empty", "-m", message])
-        .env("GIT_AUTHOR_NAME", author)
-        .env(
+    let mut command = git_command(dir, args);
+    command
+        .env("GIT_AUTHOR_DATE", &date)
+        .env("GIT_COMMITTER_DATE", &date);
+    if let Some(author) = author {
+        command.env("GIT_AUTHOR_NAME", author).env(
             "GIT_AUTHOR_EMAIL",
             format!("{}@example.com", author.replace(' ', ".")),
-        )
-        .env("GIT_AUTHOR_DATE", &date)
-        .env("GIT_COMMITTER_DATE", &date)
-        .output()
-        .unwrap();
+        );
+    }
+    let out = command.output().unwrap();
     assert!(
         out.status.success(),
-        "{}",
+        "git {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Commits everything as `author` at unix time `when` (see [`git_dated`]); returns the id.
+pub fn commit_as(dir: &Path, author: &str, when: i64, message: &str) -> String {
+    git(dir, &["add", "-A"]);
+    let args = ["commit", "-q", "--allow-empty", "-m", message];
+    git_dated(dir, &args, when, Some(author));
     git(dir, &["rev-parse", "HEAD"]).trim().to_string()
 }
 

@@ -390,19 +390,22 @@ impl Graph {
         }
     }
 
+    /// The commits drawn left to right with their places: each column's, then the current
+    /// commit in a place of its own when no column holds it.
+    fn drawn_commits(&self, current: ObjectId) -> impl Iterator<Item = (usize, ObjectId)> + '_ {
+        let held = self.columns.iter().any(|c| c.commit == current);
+        let own_place = (!held).then_some(current);
+        self.columns
+            .iter()
+            .map(|c| c.commit)
+            .chain(own_place)
+            .enumerate()
+    }
+
     fn commit_line(&mut self, line: &mut Line) {
         let current = self.commit.expect("update sets the commit");
-        let num_columns = self.columns.len();
         let mut seen_this = false;
-        for i in 0..=num_columns {
-            let col_commit = if i == num_columns {
-                if seen_this {
-                    break;
-                }
-                current
-            } else {
-                self.columns[i].commit
-            };
+        for (i, col_commit) in self.drawn_commits(current) {
             if col_commit == current {
                 seen_this = true;
                 line.plain('*', 1);
@@ -449,18 +452,9 @@ impl Graph {
         const MERGE_CHARS: [char; 3] = ['/', '|', '\\'];
         let current = self.commit.expect("update sets the commit");
         let first_parent = self.parents.first().copied();
-        let num_columns = self.columns.len();
         let mut seen_this = false;
         let mut parent_colour: Option<u16> = None;
-        for i in 0..=num_columns {
-            let col_commit = if i == num_columns {
-                if seen_this {
-                    break;
-                }
-                current
-            } else {
-                self.columns[i].commit
-            };
+        for (i, col_commit) in self.drawn_commits(current) {
             if col_commit == current {
                 seen_this = true;
                 let mut idx = self.merge_layout.clamp(0, 2) as usize;
