@@ -15,39 +15,16 @@
 # Only 127.0.0.1 is ever contacted; every load run is bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$(pwd)
 DUR=${DUR:-20}; CONNS=${CONNS:-32}; URLS=${URLS:-200000}; ONLY=${ONLY:-}
 CGIT_PORT=${CGIT_PORT:-8381}; CGITD_PORT=${CGITD_PORT:-8382}
 STATE=${STATE:-/tmp/cgitd-crawl}
 mkdir -p "$STATE"
-BASELINE=$ROOT/../shared/tools/cgit-baseline.sh
-
-REPO=${1:-}
-if [ -z "$REPO" ]; then
-    REPO=/tmp/cgitd-bench/corpus.git
-    [ -d "$REPO" ] || { echo "building corpus in $REPO (a few minutes)..." >&2; mkdir -p "$(dirname "$REPO")"; python3 bench/make-corpus.py "$REPO"; }
-fi
-REPO=$(cd "$REPO" && pwd)
-command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -q wrk >/dev/null; }
-CGITD=${CGITD:-}
-if [ -z "$CGITD" ] && [ "$ONLY" != cgit ]; then cargo build --release --locked -q; CGITD=./target/release/cgitd; fi
-
-CGIT_PID=""; CGITD_PID=""
-cleanup() {
-    [ -z "$CGITD_PID" ] || kill "$CGITD_PID" 2>/dev/null || true
-    [ -z "$CGIT_PID" ] || PORT=$CGIT_PORT CGIT_STATE=$STATE/cgit "$BASELINE" stop >/dev/null 2>&1 || true
-}
-trap cleanup EXIT
-if [ "$ONLY" != cgitd ]; then
-    PORT=$CGIT_PORT CGIT_REPO=$REPO CGIT_STATE=$STATE/cgit "$BASELINE" start
-    CGIT_PID=$(cat "$STATE/cgit/lighttpd.pid")
-fi
-if [ "$ONLY" != cgit ]; then
-    printf 'virtual-root=/\nrepo.url=git\nrepo.path=%s\n' "$REPO" > "$STATE/cgitrc"
-    "$CGITD" serve --config "$STATE/cgitrc" --listen 127.0.0.1:$CGITD_PORT > "$STATE/cgitd.out" 2>&1 &
-    CGITD_PID=$!
-    for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$CGITD_PORT/" && break; sleep 0.1; done
-fi
+. bench/lib.sh
+REPO=$(bench_repo "${1:-}")
+prepare_tools
+printf 'virtual-root=/\nrepo.url=git\nrepo.path=%s\n' "$REPO" > "$STATE/cgitrc"
+: > "$STATE/extra.rc"
+start_systems "$REPO" "$STATE/extra.rc" "$STATE/cgitrc"
 
 # The URLs: commits at random, files of a few hundred random commits.
 g() { git --git-dir="$REPO" "$@"; }

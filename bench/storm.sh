@@ -20,43 +20,19 @@
 # Only 127.0.0.1 is ever contacted; every load run is bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$(pwd)
 DUR=${DUR:-20}; CONNS=${CONNS:-64}; URLS=${URLS:-20000}; ONLY=${ONLY:-}
 CGIT_PORT=${CGIT_PORT:-8281}; CGITD_PORT=${CGITD_PORT:-8282}
 STATE=${STATE:-/tmp/cgitd-storm}
 mkdir -p "$STATE"
-BASELINE=$ROOT/../shared/tools/cgit-baseline.sh
 [ "$DUR" -ge 4 ] || { echo "DUR must be at least 4 seconds" >&2; exit 2; }
-
-REPO=${1:-}
-if [ -z "$REPO" ]; then
-    REPO=/tmp/cgitd-bench/corpus.git
-    [ -d "$REPO" ] || { echo "building corpus in $REPO (a few minutes)..." >&2; mkdir -p "$(dirname "$REPO")"; python3 bench/make-corpus.py "$REPO"; }
-fi
-REPO=$(cd "$REPO" && pwd)
-
-command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -q wrk >/dev/null; }
-CGITD=${CGITD:-}
-if [ -z "$CGITD" ] && [ "$ONLY" != cgit ]; then cargo build --release --locked -q; CGITD=./target/release/cgitd; fi
+. bench/lib.sh
+REPO=$(bench_repo "${1:-}")
+prepare_tools
 
 # Both systems: blame and stats on, tar.gz snapshots.
 printf 'enable-blame=1\nmax-stats=year\n' > "$STATE/extra.rc"
-CGIT_PID=""; CGITD_PID=""
-cleanup() {
-    [ -z "$CGITD_PID" ] || kill "$CGITD_PID" 2>/dev/null || true
-    [ -z "$CGIT_PID" ] || PORT=$CGIT_PORT CGIT_STATE=$STATE/cgit "$BASELINE" stop >/dev/null 2>&1 || true
-}
-trap cleanup EXIT
-if [ "$ONLY" != cgitd ]; then
-    PORT=$CGIT_PORT CGIT_REPO=$REPO CGIT_STATE=$STATE/cgit CGIT_RC_EXTRA=$STATE/extra.rc "$BASELINE" start
-    CGIT_PID=$(cat "$STATE/cgit/lighttpd.pid")
-fi
-if [ "$ONLY" != cgit ]; then
-    { echo "virtual-root=/"; echo "snapshots=tar.gz"; cat "$STATE/extra.rc"; echo "repo.url=git"; echo "repo.path=$REPO"; } > "$STATE/cgitrc"
-    "$CGITD" serve --config "$STATE/cgitrc" --listen 127.0.0.1:$CGITD_PORT > "$STATE/cgitd.out" 2>&1 &
-    CGITD_PID=$!
-    for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$CGITD_PORT/" && break; sleep 0.1; done
-fi
+{ echo "virtual-root=/"; echo "snapshots=tar.gz"; cat "$STATE/extra.rc"; echo "repo.url=git"; echo "repo.path=$REPO"; } > "$STATE/cgitrc"
+start_systems "$REPO" "$STATE/extra.rc" "$STATE/cgitrc"
 
 g() { git --git-dir="$REPO" "$@"; }
 SMALL=$(g log -n 200 --no-merges --format='%H' --shortstat | awk 'length($1)==40 && /^[0-9a-f]+$/ {id=$1; next} /changed/{n=$4+$6; if (n>=10 && n<=60 && !done) {print id; done=1}}')
