@@ -186,6 +186,27 @@ fn a_configured_source_filter_wins() {
 }
 
 #[test]
+fn enable_highlight_0_shows_files_plain() {
+    let dir = TempDir::new("highlight-off");
+    let server = Server::start(&rc(dir.path(), "repo.enable-highlight=0"));
+    let plain = server.page("/filtered/tree/src/lib.rs");
+    assert_eq!(
+        code(&plain),
+        "pub fn greet() -&gt; &amp;&#x27;static str {\n    &quot;&lt;b&gt;hi&lt;/b&gt; &amp; bye&quot;\n}\n"
+    );
+    assert!(server.page("/r/tree/src/lib.rs").contains("hl-string"));
+    let config = std::process::Command::new(env!("CARGO_BIN_EXE_cgitd"))
+        .args(["check-config", dir.path().join("cgitrc").to_str().unwrap()])
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&config.stdout);
+    let filtered = listing.split("repo filtered").nth(1).unwrap();
+    let r = between(&listing, "repo r", "repo fork");
+    assert!(r.contains("enable-highlight"), "{listing}");
+    assert!(!filtered.contains("enable-highlight"), "{listing}");
+}
+
+#[test]
 fn a_file_shown_through_another_branch_or_a_fork_is_highlighted_once() {
     let dir = TempDir::new("highlight-once");
     let server = Server::start(&rc(dir.path(), ""));

@@ -58,7 +58,8 @@ pub fn name_and_email_html(ctx: &RepoCtx<'_>, person: &Person, page: &str) -> St
 
 /// The text of blob `id` (all or the beginning of it) as HTML: through the source-filter when
 /// one is configured (it gets the raw text and the file's name, as cgit runs it, e.g. for
-/// syntax highlighting), else highlighted in-process, else escaped.
+/// syntax highlighting), else highlighted in-process (unless `enable-highlight=0`), else
+/// escaped.
 pub fn source_html(ctx: &RepoCtx<'_>, path: &[u8], id: ObjectId, text: &[u8]) -> String {
     let name = path.rsplit(|&b| b == b'/').next().unwrap_or_default();
     let name = String::from_utf8_lossy(name);
@@ -69,6 +70,7 @@ pub fn source_html(ctx: &RepoCtx<'_>, path: &[u8], id: ObjectId, text: &[u8]) ->
             Ok(out) => return String::from_utf8_lossy(&out.out).into_owned(),
             Err(e) => tracing::warn!("source-filter: {e}"),
         },
+        None if ctx.state.config.opts.no_highlight => {}
         None => {
             if let Some(html) = highlight::cached_html(ctx, id, &name, &text) {
                 return html.to_string();
