@@ -64,7 +64,7 @@ impl Metrics {
         );
         registry.register(
             "highlights_over_budget",
-            "Files shown plain because they were over the highlighting size or time budget",
+            "Files over the highlighting budget: shown plain (too large) or from where the time ran out",
             site.highlights.over_budget.clone(),
         );
         registry.register(

@@ -23,9 +23,11 @@ pub const MAX_BYTES: usize = 512 << 10;
 pub const MAX_LINE: usize = 4096;
 /// Highlighting stops after this long; the rest of the file is shown plain.
 pub const TIME_BUDGET: Duration = Duration::from_millis(200);
-/// Lines highlighted before the time budget is looked at, so that a small file is highlighted
-/// whatever the load (the first use of a syntax compiles its regexes, which can take 100 ms).
+/// Lines and bytes highlighted before the time budget is looked at (whichever comes first),
+/// so that a small file is highlighted whatever the load (the first use of a syntax compiles
+/// its regexes, which can take 100 ms).
 pub const LINES_ALWAYS: usize = 200;
+pub const BYTES_ALWAYS: usize = 16 << 10;
 
 static SYNTAXES: LazyLock<SyntaxSet> = LazyLock::new(SyntaxSet::load_defaults_newlines);
 
@@ -58,7 +60,7 @@ pub fn syntax_for(name: &str, first_line: &str) -> Option<&'static SyntaxReferen
 }
 
 /// `text` highlighted as `syntax`, unless it is too large; `deadline` is looked at before
-/// every line after the first `LINES_ALWAYS`.
+/// every line after the first `LINES_ALWAYS` lines or `BYTES_ALWAYS` bytes.
 pub fn highlight(syntax: &SyntaxReference, text: &str, deadline: Instant) -> Highlighted {
     if text.len() > MAX_BYTES || text.split('\n').any(|l| l.len() > MAX_LINE) {
         return Highlighted::TooLarge;
@@ -66,7 +68,7 @@ pub fn highlight(syntax: &SyntaxReference, text: &str, deadline: Instant) -> Hig
     let mut lines = Lines::new(syntax, text.len() * 2);
     let mut done = 0;
     for (n, line) in text.split_inclusive('\n').enumerate() {
-        if n >= LINES_ALWAYS && Instant::now() > deadline {
+        if (n >= LINES_ALWAYS || done >= BYTES_ALWAYS) && Instant::now() > deadline {
             break;
         }
         let ends = line.ends_with('\n');
@@ -330,5 +332,13 @@ mod tests {
         assert!(lines[LINES_ALWAYS - 1].contains("<span"));
         assert_eq!(lines[LINES_ALWAYS], "int x; /* &lt;&amp;&gt; */");
         assert_eq!(text_of(&html), text);
+        // Long lines: the deadline is looked at after BYTES_ALWAYS.
+        let line = format!("int x; /* {} */\n", "y".repeat(190));
+        let text = line.repeat(100);
+        let Highlighted::Cut(html) = highlight(c, &text, past) else {
+            panic!("not cut");
+        };
+        let coloured = html.lines().filter(|l| l.contains("<span")).count();
+        assert_eq!(coloured, BYTES_ALWAYS.div_ceil(line.len()));
     }
 }
