@@ -454,7 +454,13 @@ fn tree_pages_list_and_show_files() {
         "(<a href='/r/plain/src/app.rs'>plain</a>) (<a href='/r/blame/src/app.rs'>blame</a>)"
     ));
     assert!(file.contains("<a id='n3' href='#n3'>3</a>"));
-    assert!(file.contains("<td class='lines'><pre><code>fn main() {\n    println!(&quot;changed&quot;);\n}\n</code></pre>"));
+    // Highlighted in-process (no source-filter), one line per line.
+    assert!(file.contains(concat!(
+        "<td class='lines'><pre><code><span class=\"hl-storage hl-type hl-function\">fn</span> ",
+        "<span class=\"hl-entity hl-name hl-function\">main</span>() {\n    ",
+        "<span class=\"hl-support hl-macro\">println!</span>(",
+        "<span class=\"hl-string hl-quoted hl-double\">&quot;changed&quot;</span>);\n}\n</code></pre>"
+    )));
     let bin = server.page("/r/tree/bin.dat");
     assert!(bin.contains("<table summary='blob content' class='bin-blob'>"));
     assert!(bin.contains("<td class='hex'> 00 01 62 69 6e 61 72 79 3c 26 3e ff </td><td class='hex'>..binary&lt;&amp;&gt;.</td>"));

@@ -98,7 +98,11 @@ fn without_filters_the_same_text_is_escaped() {
     assert!(html.contains("<div class='commit-subject'>Fix &lt;b&gt;bold&lt;/b&gt; &amp; more"));
     assert!(html.contains("<div class='commit-msg'>Body mentions bug #42.\n</div>"));
     let blob = server.page("/r/tree/src/main.c");
-    assert!(blob.contains("<code>int main(void) { return 1 &lt; 2; }\n</code>"));
+    // Without a source-filter the file is highlighted in-process, escaped.
+    assert!(blob.contains(
+        "<code><span class=\"hl-storage hl-type\">int</span> <span class=\"hl-entity hl-name hl-function\">main</span>"
+    ));
+    assert!(blob.contains("&lt; <span class=\"hl-constant hl-numeric\">2</span>; }\n</code>"));
     let index = server.page("/");
     assert!(
         index.contains(

@@ -47,6 +47,8 @@ pub struct RepoDefaults {
     pub enable_subject_links: bool,
     pub enable_html_serving: bool,
     pub enable_esi: bool,
+    /// `enable-highlight=0` (cgitd): files are shown without in-process highlighting.
+    pub no_highlight: bool,
     pub max_stats: Option<String>,
     pub branch_sort_age: bool,
     pub commit_sort: Option<String>,

@@ -1,5 +1,5 @@
 //! Prometheus metrics: requests and latency per page, the scheduler's queues per cost class,
-//! fragment cache counters, ref snapshot rebuilds and pages cut short by their work budget.
+//! fragment cache counters, in-process highlighting, ref snapshot rebuilds and pages cut short by their work budget.
 
 use super::response_cache::Stats as ResponseStats;
 use super::scheduler::Scheduler;
@@ -56,6 +56,16 @@ impl Metrics {
             "fragment_cache_evictions",
             "Fragments evicted to stay within the byte budget",
             cache.evictions.clone(),
+        );
+        registry.register(
+            "highlights",
+            "Files highlighted in-process (a fragment cache hit does not count)",
+            site.highlights.runs.clone(),
+        );
+        registry.register(
+            "highlights_over_budget",
+            "Files over the highlighting budget: shown plain (too large) or from where the time ran out",
+            site.highlights.over_budget.clone(),
         );
         registry.register(
             "response_cache_hits",

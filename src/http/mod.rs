@@ -125,6 +125,7 @@ impl App {
             walks: Arc::clone(&old.walks),
             sizes: Arc::clone(&old.sizes),
             cutoffs: old.cutoffs.clone(),
+            highlights: old.highlights.clone(),
         };
         *self.site.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(site);
         self.responses.clear();

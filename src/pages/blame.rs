@@ -128,7 +128,7 @@ fn body(
     };
     Ok(BlameBody::Lines {
         groups: group_views(ctx, &groups, &data, path)?,
-        html: super::parts::filter::source_html(ctx, path, &data),
+        html: super::parts::filter::source_html(ctx, path, blob, &data),
     })
 }
 

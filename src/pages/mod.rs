@@ -47,6 +47,8 @@ pub struct Site {
     pub sizes: Arc<crate::cache::ObjectSizes>,
     /// Pages cut short by their work budget (a metric, kept across reloads).
     pub cutoffs: prometheus_client::metrics::counter::Counter,
+    /// In-process highlighting counts (metrics, kept across reloads).
+    pub highlights: parts::highlight::HighlightStats,
 }
 
 /// A complete response: status, headers and a body.
@@ -133,6 +135,7 @@ impl Site {
             walks: Arc::default(),
             sizes: Arc::default(),
             cutoffs: Default::default(),
+            highlights: Default::default(),
         }
     }
 }

@@ -408,7 +408,7 @@ fn blob_view(
         + usize::from(shown.last().is_some_and(|b| *b != b'\n'));
     view.body = BlobBody::Text {
         line_numbers: g.enable_tree_linenumbers.then_some(lines),
-        html: super::parts::filter::source_html(ctx, path, shown),
+        html: super::parts::filter::source_html(ctx, path, id, shown),
     };
     Ok(view)
 }

@@ -1,10 +1,12 @@
 //! Where pages pass text through the configured filters (commit, email, owner, source): what
 //! they give a filter and where its output goes, as cgit does it.
 
+use super::highlight;
 use super::html::escape;
 use crate::filter::{apply, config_env};
 use crate::git::commit::Person;
 use crate::pages::RepoCtx;
+use gix::ObjectId;
 
 /// The `CGIT_REPO_*` variables cgit gives filters.
 pub fn repo_env(ctx: &RepoCtx<'_>) -> Vec<(&'static str, String)> {
@@ -54,17 +56,26 @@ pub fn name_and_email_html(ctx: &RepoCtx<'_>, person: &Person, page: &str) -> St
     person_html(ctx, person, &text, page)
 }
 
-/// A file's text as HTML: through the source-filter when one is configured (it gets the raw
-/// text and the file's name, as cgit runs it, e.g. for syntax highlighting), else escaped.
-pub fn source_html(ctx: &RepoCtx<'_>, path: &[u8], text: &[u8]) -> String {
-    let filter = ctx.state.config.opts.source_filter.as_deref();
-    if let Some(spec) = filter {
-        let name = path.rsplit(|&b| b == b'/').next().unwrap_or_default();
-        let name = String::from_utf8_lossy(name);
-        match apply(spec, &[&name], &repo_env(ctx), text) {
+/// The text of blob `id` (all or the beginning of it) as HTML: through the source-filter when
+/// one is configured (it gets the raw text and the file's name, as cgit runs it, e.g. for
+/// syntax highlighting), else highlighted in-process (unless `enable-highlight=0`), else
+/// escaped.
+pub fn source_html(ctx: &RepoCtx<'_>, path: &[u8], id: ObjectId, text: &[u8]) -> String {
+    let name = path.rsplit(|&b| b == b'/').next().unwrap_or_default();
+    let name = String::from_utf8_lossy(name);
+    let raw = text;
+    let text = String::from_utf8_lossy(raw);
+    match ctx.state.config.opts.source_filter.as_deref() {
+        Some(spec) => match apply(spec, &[&name], &repo_env(ctx), raw) {
             Ok(out) => return String::from_utf8_lossy(&out.out).into_owned(),
             Err(e) => tracing::warn!("source-filter: {e}"),
+        },
+        None if ctx.state.config.opts.no_highlight => {}
+        None => {
+            if let Some(html) = highlight::cached_html(ctx, id, &name, &text) {
+                return html.to_string();
+            }
         }
     }
-    escape(&String::from_utf8_lossy(text))
+    escape(&text)
 }

@@ -1,6 +1,6 @@
 //! The shared parts of pages: the frame around every page, links, HTML escaping, dates and
 //! ages, the log graph, stats periods, content types, HTTP validators, the diff body, diff
-//! options, readme rendering, where text passes through filters, and pieces several pages show.
+//! options, readme rendering, syntax highlighting, where text passes through filters, and pieces several pages show.
 
 pub mod diff_body;
 pub mod diffargs;
@@ -8,6 +8,7 @@ pub mod filter;
 pub mod format;
 pub mod frame;
 pub mod graph;
+pub mod highlight;
 pub mod html;
 pub mod links;
 pub mod mime;
