@@ -1,11 +1,13 @@
 //! Resident repository state: each configured repository opened once with gix, a pool of warm
 //! handles, and the ref snapshot kept fresh by cheap change detection.
 
+mod catalog;
 mod digest;
 mod objects;
 mod refs;
 mod stamp;
 
+pub use catalog::{Catalog, Query, Selection};
 pub use digest::ContentHash;
 pub use objects::ObjectStores;
 pub use refs::{Branch, Decoration, DecorationKind, RefEntry, RefListing, RefSnapshot, Tag};
@@ -70,6 +72,8 @@ pub struct Repos {
     pub object_stores: Arc<ObjectStores>,
     /// Ref snapshots shared by repositories with the same refs (kept across reloads).
     pub snapshots: Arc<SharedSnapshots>,
+    /// What the index lists, with its orders.
+    pub catalog: Catalog,
 }
 
 /// Ref snapshots by [`version`](RefSnapshot::version), a hash of the ref values: repositories
@@ -143,8 +147,10 @@ impl Repos {
             };
             by_url.entry(cfg.url.clone()).or_insert(Arc::new(state));
         }
+        let catalog = Catalog::new(&config.repos, &by_url, &config.globals);
         Repos {
             by_url,
+            catalog,
             snapshot_rebuilds,
             object_stores,
             snapshots,
