@@ -257,6 +257,12 @@ fn print_globals(g: &cgitd::config::Globals) {
     );
     println!("  trusted-proxies          {}", proxies.join(" "));
     println!("  access-log               {access_log}");
+    let watch = if g.watch_refs {
+        "inotify (stat every 250 ms where a watch cannot be added)"
+    } else {
+        "off (stat every 250 ms)"
+    };
+    println!("  watch-refs               {watch}");
 }
 
 fn render(url: &str, arg: &ConfigArg) -> ExitCode {

@@ -92,6 +92,16 @@ impl Metrics {
             "Ref snapshots taken over from another repository with the same refs (forks)",
             site.repos.snapshots.reused.clone(),
         );
+        registry.register(
+            "ref_watches",
+            "Repositories whose refs are watched with inotify (the others are checked by stat)",
+            site.repos.watcher.watched.clone(),
+        );
+        registry.register(
+            "ref_stamp_checks",
+            "Stat checks of a repository's refs (unwatched repositories, or after a reported change)",
+            site.repos.watcher.stamp_checks.clone(),
+        );
         Metrics {
             registry,
             requests,

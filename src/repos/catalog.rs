@@ -1,9 +1,11 @@
 //! The index's resident data: every listed repository's name, section, description and owner
-//! (lower-cased for search and sorting), its idle time, and the index orders, computed once per
+//! (lower-cased for search), its idle time, and the index orders, computed once per
 //! configuration (idle orders again when a repository's refs change), so that an index page
-//! costs work for the rows it shows, not for every repository.
+//! costs work for the rows it shows, not for every repository. Idle times are read again when
+//! the ref watch reports a change (the agefile with them); for a repository without a watch,
+//! when they are older than a quarter second.
 
-use super::RepoState;
+use super::{RepoState, Watcher};
 use crate::config::{Globals, RepoConfig};
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -11,7 +13,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// How long idle times are trusted before they are read again.
+/// How long idle times of repositories without a ref watch are trusted.
 const IDLE_CHECK_INTERVAL: Duration = Duration::from_millis(250);
 
 /// One listed repository.
@@ -36,7 +38,14 @@ struct StaticOrders {
 /// Idle times and the orders built from them.
 struct IdleState {
     times: Arc<Vec<Option<i64>>>,
-    /// When idle times were last read.
+    /// Each repository's count of watched ref changes when its idle time was read (`None`:
+    /// not watched then).
+    seen: Vec<Option<u64>>,
+    /// The watcher's epoch when the counts were last compared.
+    epoch: u64,
+    /// Whether some repository had no watch at the last refresh.
+    unwatched: bool,
+    /// When idle times of unwatched repositories were last read (`None`: never read).
     checked: Option<Instant>,
     idle: Order,
     section_idle: Order,
@@ -68,6 +77,7 @@ pub struct Catalog {
     section_sort: bool,
     sort_age: bool,
     agefile: String,
+    watcher: Arc<Watcher>,
     orders: OnceLock<StaticOrders>,
     idle: Mutex<Option<IdleState>>,
 }
@@ -78,6 +88,7 @@ impl Catalog {
         repos: &[Arc<RepoConfig>],
         states: &HashMap<String, Arc<RepoState>>,
         g: &Globals,
+        watcher: &Arc<Watcher>,
     ) -> Catalog {
         let entries = repos
             .iter()
@@ -94,13 +105,13 @@ impl Catalog {
             section_sort: g.section_sort,
             sort_age: g.repository_sort_age,
             agefile: g.agefile.clone(),
+            watcher: Arc::clone(watcher),
             orders: OnceLock::new(),
             idle: Mutex::new(None),
         }
     }
 
-    /// The rows of one index page, with the number of matches; idle times are read again at
-    /// most every quarter second.
+    /// The rows of one index page, with the number of matches.
     pub fn select(&self, query: &Query) -> Selection {
         let (times, order) = self.current(query.sort);
         let matches = |&i: &u32| self.matches(&self.entries[i as usize], query);
@@ -163,32 +174,51 @@ impl Catalog {
         let n = self.entries.len();
         IdleState {
             times: Arc::new(vec![None; n]),
+            seen: vec![None; n],
+            epoch: 0,
+            unwatched: true,
             checked: None,
             idle: Arc::default(),
             section_idle: Arc::default(),
         }
     }
 
-    /// Reads the idle times again when they are older than the check interval; whether any
-    /// changed.
+    /// Reads the idle times that may have changed — of repositories whose watch reported a
+    /// change, and of unwatched ones every quarter second; whether any changed.
     fn refresh_idle(&self, state: &mut IdleState) -> bool {
-        if state
+        let first = state.checked.is_none();
+        let due = state
             .checked
-            .is_some_and(|t| t.elapsed() < IDLE_CHECK_INTERVAL)
-        {
+            .is_none_or(|t| t.elapsed() >= IDLE_CHECK_INTERVAL);
+        // Read before the counts: a change during the refresh shows in the next one.
+        let epoch = self.watcher.epoch();
+        if !first && epoch == state.epoch && !(due && state.unwatched) {
             return false;
         }
-        let first = state.checked.is_none();
-        state.checked = Some(Instant::now());
+        state.epoch = epoch;
+        if due {
+            state.checked = Some(Instant::now());
+        }
+        state.unwatched = false;
         let times = Arc::make_mut(&mut state.times);
         let mut changed = first;
         for (i, e) in self.entries.iter().enumerate() {
             let Some(repo) = &e.state else {
                 continue;
             };
+            let changes = repo.ref_changes();
+            state.unwatched |= changes.is_none();
+            let stale = match changes {
+                Some(_) => changes != state.seen[i],
+                None => due,
+            };
+            if !first && !stale {
+                continue;
+            }
             let time = idle_time(&e.config, repo.git_dir(), &self.agefile);
             changed |= time != times[i];
             times[i] = time;
+            state.seen[i] = changes;
         }
         changed
     }

@@ -6,11 +6,13 @@ mod digest;
 mod objects;
 mod refs;
 mod stamp;
+mod watch;
 
 pub use catalog::{Catalog, Query, Selection};
 pub use digest::ContentHash;
 pub use objects::ObjectStores;
 pub use refs::{Branch, Decoration, DecorationKind, RefEntry, RefListing, RefSnapshot, Tag};
+pub use watch::Watcher;
 
 use crate::config::{Config, RepoConfig};
 use crate::git::commit_graph::BloomFilters;
@@ -74,6 +76,8 @@ pub struct Repos {
     pub snapshots: Arc<SharedSnapshots>,
     /// What the index lists, with its orders.
     pub catalog: Catalog,
+    /// The ref watches (kept across reloads).
+    pub watcher: Arc<Watcher>,
 }
 
 /// Ref snapshots by [`version`](RefSnapshot::version), a hash of the ref values: repositories
@@ -121,6 +125,10 @@ impl Repos {
         let snapshots = previous
             .map(|p| Arc::clone(&p.snapshots))
             .unwrap_or_default();
+        let watcher = previous.map_or_else(
+            || Arc::new(Watcher::new(config.globals.watch_refs)),
+            |p| Arc::clone(&p.watcher),
+        );
         let mut by_path: HashMap<PathBuf, Arc<GitRepo>> = HashMap::new();
         if let Some(prev) = previous {
             for state in prev.by_url.values() {
@@ -132,12 +140,15 @@ impl Repos {
         for cfg in config.repos.iter().filter(|r| !r.ignore) {
             let git_dir = git_dir_of(&cfg.path);
             let git = Arc::clone(by_path.entry(git_dir.clone()).or_insert_with(|| {
-                Arc::new(GitRepo::new(
+                let git = GitRepo::new(
                     git_dir,
                     snapshot_rebuilds.clone(),
                     Arc::clone(&object_stores),
                     Arc::clone(&snapshots),
-                ))
+                    watcher.signal(),
+                );
+                watcher.watch(&git.path, &git.signal);
+                Arc::new(git)
             }));
             let state = RepoState {
                 config: Arc::clone(cfg),
@@ -147,10 +158,11 @@ impl Repos {
             };
             by_url.entry(cfg.url.clone()).or_insert(Arc::new(state));
         }
-        let catalog = Catalog::new(&config.repos, &by_url, &config.globals);
+        let catalog = Catalog::new(&config.repos, &by_url, &config.globals, &watcher);
         Repos {
             by_url,
             catalog,
+            watcher,
             snapshot_rebuilds,
             object_stores,
             snapshots,
@@ -215,6 +227,11 @@ impl RepoState {
         &self.git.path
     }
 
+    /// How many ref changes the watch reported; `None` when the repository is not watched.
+    pub(crate) fn ref_changes(&self) -> Option<u64> {
+        self.git.signal.changes()
+    }
+
     /// The objects directory whose (shared) store serves this repository, once opened.
     pub fn object_source(&self) -> Option<PathBuf> {
         let opened = self.git.opened.lock().unwrap_or_else(|e| e.into_inner());
@@ -244,6 +261,8 @@ struct GitRepo {
     /// Pooled handles, with the generation of the [`Opened`] they come from.
     handles: Mutex<Vec<(u64, gix::Repository)>>,
     refs: Mutex<Option<CachedRefs>>,
+    /// Ref changes reported by the watch, when there is one.
+    signal: Arc<watch::Signal>,
     rebuilds: Counter,
     bloom: Mutex<Option<CachedBloom>>,
 }
@@ -284,6 +303,9 @@ struct CachedRefs {
     snapshot: Arc<RefSnapshot>,
     stamp: stamp::RefStamp,
     checked: Instant,
+    /// Whether the refs were watched when these were read or last found unchanged by a stat:
+    /// then any later change is reported, and no stat is needed until one is.
+    watched: bool,
 }
 
 impl Opened {
@@ -304,6 +326,7 @@ impl GitRepo {
         rebuilds: Counter,
         stores: Arc<ObjectStores>,
         snapshots: Arc<SharedSnapshots>,
+        signal: Arc<watch::Signal>,
     ) -> GitRepo {
         GitRepo {
             rebuilds,
@@ -313,6 +336,7 @@ impl GitRepo {
             opened: Mutex::new(None),
             handles: Mutex::new(Vec::new()),
             refs: Mutex::new(None),
+            signal,
             bloom: Mutex::new(None),
         }
     }
@@ -440,12 +464,18 @@ impl GitRepo {
     fn refs_version(&self) -> Option<u64> {
         let mut cached = self.refs.lock().unwrap_or_else(|e| e.into_inner());
         let c = cached.as_mut()?;
-        if c.checked.elapsed() < REF_CHECK_INTERVAL {
+        if self.signal.is_dirty() {
+            return None;
+        }
+        if c.watched || c.checked.elapsed() < REF_CHECK_INTERVAL {
             return Some(c.snapshot.version);
         }
+        let watched = self.signal.watched();
+        self.signal.count_stamp_check();
         let now = stamp::RefStamp::read(&self.path).ok()?;
         if now == c.stamp && !c.stamp.is_racy() {
             c.checked = Instant::now();
+            c.watched = watched;
             return Some(c.snapshot.version);
         }
         // Changed (or not trustworthy): `checked` stays stale, so the next `refs` re-reads;
@@ -453,23 +483,35 @@ impl GitRepo {
         None
     }
 
+    /// The stamp of the refs; on failure the refs stay marked, so that the next request
+    /// tries again rather than trusting the watch.
+    fn read_stamp(&self) -> Result<stamp::RefStamp, RepoError> {
+        stamp::RefStamp::read(&self.path).inspect_err(|_| self.signal.keep_dirty())
+    }
+
     fn refs(&self, repo: &gix::Repository) -> Result<Arc<RefSnapshot>, RepoError> {
         let mut cached = self.refs.lock().unwrap_or_else(|e| e.into_inner());
+        // The report is taken before the watch state and the refs are read: a change after
+        // this marks them again.
+        let reported = self.signal.take_dirty();
+        let watched = self.signal.watched();
         let mut previous = None;
         if let Some(c) = cached.as_mut() {
-            if c.checked.elapsed() < REF_CHECK_INTERVAL {
+            if !reported && (c.watched || c.checked.elapsed() < REF_CHECK_INTERVAL) {
                 return Ok(Arc::clone(&c.snapshot));
             }
-            let now = stamp::RefStamp::read(&self.path)?;
+            self.signal.count_stamp_check();
+            let now = self.read_stamp()?;
             c.checked = Instant::now();
             // A racy stamp proves nothing: its refs are read again (git's racy-git rule).
             if now == c.stamp && !c.stamp.is_racy() {
+                c.watched = watched;
                 return Ok(Arc::clone(&c.snapshot));
             }
             previous = Some(Arc::clone(&c.snapshot));
         }
         // The stamp is read before the refs, so a change while they are read shows next time.
-        let stamp = stamp::RefStamp::read(&self.path)?;
+        let stamp = self.read_stamp()?;
         // New refs of a fork served by its alternate's store may name objects pushed into the
         // fork itself (objects are written before refs). If the fork moved to its own store only
         // now, `repo` cannot read them: this request keeps the refs it can read, the next one
@@ -481,9 +523,10 @@ impl GitRepo {
             c.checked = Instant::now()
                 .checked_sub(REF_CHECK_INTERVAL)
                 .unwrap_or(c.checked);
+            self.signal.keep_dirty();
             return Ok(Arc::clone(&c.snapshot));
         }
-        let listing = RefListing::read(repo)?;
+        let listing = RefListing::read(repo).inspect_err(|_| self.signal.keep_dirty())?;
         self.rebuilds.inc();
         let snapshot = match previous {
             Some(previous) if previous.version == listing.version => previous,
@@ -493,6 +536,7 @@ impl GitRepo {
             snapshot: Arc::clone(&snapshot),
             stamp,
             checked: Instant::now(),
+            watched,
         });
         Ok(snapshot)
     }
