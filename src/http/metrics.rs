@@ -18,6 +18,8 @@ fn latency_histogram() -> Histogram {
 
 /// The server's metrics and their registry.
 pub struct Metrics {
+    /// Configuration reloads that took effect.
+    pub reloads: Counter,
     registry: Registry,
     requests: Family<Labels, Counter>,
     latency: Family<Labels, Histogram, fn() -> Histogram>,
@@ -102,7 +104,19 @@ impl Metrics {
             "Stat checks of a repository's refs (unwatched repositories, or after a reported change)",
             site.repos.watcher.stamp_checks.clone(),
         );
+        registry.register(
+            "repositories_opened",
+            "Repositories opened with gix (on first use; a reload keeps unchanged ones open)",
+            site.repos.opened.clone(),
+        );
+        let reloads = Counter::default();
+        registry.register(
+            "config_reloads",
+            "Configuration reloads that took effect",
+            reloads.clone(),
+        );
         Metrics {
+            reloads,
             registry,
             requests,
             latency,

@@ -70,6 +70,8 @@ pub struct Repos {
     by_url: HashMap<String, Arc<RepoState>>,
     /// Ref snapshot rebuilds, over all repositories (a metric).
     pub snapshot_rebuilds: Counter,
+    /// Repositories opened with gix, on first use (a metric; a reload opens only new ones).
+    pub opened: Counter,
     /// The opened object stores, one per distinct object source (kept across reloads).
     pub object_stores: Arc<ObjectStores>,
     /// Ref snapshots shared by repositories with the same refs (kept across reloads).
@@ -119,6 +121,7 @@ impl Repos {
         let snapshot_rebuilds = previous
             .map(|p| p.snapshot_rebuilds.clone())
             .unwrap_or_default();
+        let opened = previous.map(|p| p.opened.clone()).unwrap_or_default();
         let object_stores = previous
             .map(|p| Arc::clone(&p.object_stores))
             .unwrap_or_default();
@@ -146,6 +149,7 @@ impl Repos {
                     Arc::clone(&object_stores),
                     Arc::clone(&snapshots),
                     watcher.signal(),
+                    opened.clone(),
                 );
                 watcher.watch(&git.path, &git.signal);
                 Arc::new(git)
@@ -163,6 +167,7 @@ impl Repos {
             by_url,
             catalog,
             watcher,
+            opened,
             snapshot_rebuilds,
             object_stores,
             snapshots,
@@ -263,6 +268,8 @@ struct GitRepo {
     refs: Mutex<Option<CachedRefs>>,
     /// Ref changes reported by the watch, when there is one.
     signal: Arc<watch::Signal>,
+    /// Counts openings (shared by all repositories).
+    opens: Counter,
     rebuilds: Counter,
     bloom: Mutex<Option<CachedBloom>>,
 }
@@ -327,6 +334,7 @@ impl GitRepo {
         stores: Arc<ObjectStores>,
         snapshots: Arc<SharedSnapshots>,
         signal: Arc<watch::Signal>,
+        opens: Counter,
     ) -> GitRepo {
         GitRepo {
             rebuilds,
@@ -337,6 +345,7 @@ impl GitRepo {
             handles: Mutex::new(Vec::new()),
             refs: Mutex::new(None),
             signal,
+            opens,
             bloom: Mutex::new(None),
         }
     }
@@ -351,6 +360,7 @@ impl GitRepo {
         };
         let mut repo =
             gix::ThreadSafeRepository::open_opts(&self.path, options).map_err(open_error)?;
+        self.opens.inc();
         let source = if repo.objects.replacements().next().is_some() {
             objects::ObjectSource::private(&self.path)
         } else {
