@@ -263,6 +263,7 @@ fn print_globals(g: &cgitd::config::Globals) {
         "off (stat every 250 ms)"
     };
     println!("  watch-refs               {watch}");
+    println!("  max-warm-handles         {}", g.max_warm_handles);
 }
 
 fn render(url: &str, arg: &ConfigArg) -> ExitCode {

@@ -196,6 +196,9 @@ pub struct Globals {
     pub walk_budget: usize,
     /// cgitd: watch refs with inotify (else stat them every 250 ms); read at start.
     pub watch_refs: bool,
+    /// cgitd: warm handles kept over all repositories, and warm object handles (with their
+    /// caches) over all object stores; read at start.
+    pub max_warm_handles: usize,
     pub defaults: RepoDefaults,
 }
 
@@ -280,6 +283,7 @@ impl Default for Globals {
             access_log_sample: 0,
             walk_budget: 0,
             watch_refs: true,
+            max_warm_handles: 64,
             static_dir: None,
             static_url: "/static/".into(),
             patch_signature: concat!("cgitd ", env!("CARGO_PKG_VERSION")).into(),

@@ -109,6 +109,22 @@ impl Metrics {
             "Repositories opened with gix (on first use; a reload keeps unchanged ones open)",
             site.repos.opened.clone(),
         );
+        let kinds = [
+            ("repository", &site.repos.handle_budget),
+            ("object", &site.repos.object_stores.budget),
+        ];
+        for (kind, budget) in kinds {
+            registry.register(
+                format!("warm_{kind}_handles"),
+                format!("Warm {kind} handles pooled over all repositories (max-warm-handles)"),
+                budget.held.clone(),
+            );
+            registry.register(
+                format!("warm_{kind}_handles_released"),
+                format!("Warm {kind} handles released, least recently used or idle first"),
+                budget.released.clone(),
+            );
+        }
         let reloads = Counter::default();
         registry.register(
             "config_reloads",

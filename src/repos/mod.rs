@@ -4,6 +4,7 @@
 mod catalog;
 mod digest;
 mod objects;
+mod pool;
 mod refs;
 mod stamp;
 mod watch;
@@ -11,6 +12,7 @@ mod watch;
 pub use catalog::{Catalog, Query, Selection};
 pub use digest::ContentHash;
 pub use objects::ObjectStores;
+pub use pool::Budget;
 pub use refs::{Branch, Decoration, DecorationKind, RefEntry, RefListing, RefSnapshot, Tag};
 pub use watch::Watcher;
 
@@ -24,7 +26,7 @@ use std::time::{Duration, Instant};
 
 /// How long a ref snapshot is trusted before its stamp is checked again.
 const REF_CHECK_INTERVAL: Duration = Duration::from_millis(250);
-/// Warm handles kept per repository.
+/// Warm handles kept per repository (and at most `max-warm-handles` over all repositories).
 const MAX_POOLED_HANDLES: usize = 8;
 /// Object cache per handle.
 const OBJECT_CACHE_BYTES: usize = 2 << 20;
@@ -74,6 +76,8 @@ pub struct Repos {
     pub opened: Counter,
     /// The opened object stores, one per distinct object source (kept across reloads).
     pub object_stores: Arc<ObjectStores>,
+    /// The bound on pooled repository handles over all repositories (kept across reloads).
+    pub handle_budget: Arc<Budget>,
     /// Ref snapshots shared by repositories with the same refs (kept across reloads).
     pub snapshots: Arc<SharedSnapshots>,
     /// What the index lists, with its orders.
@@ -122,9 +126,13 @@ impl Repos {
             .map(|p| p.snapshot_rebuilds.clone())
             .unwrap_or_default();
         let opened = previous.map(|p| p.opened.clone()).unwrap_or_default();
-        let object_stores = previous
-            .map(|p| Arc::clone(&p.object_stores))
-            .unwrap_or_default();
+        let max_warm = config.globals.max_warm_handles;
+        let object_stores = previous.map_or_else(
+            || Arc::new(ObjectStores::new(max_warm)),
+            |p| Arc::clone(&p.object_stores),
+        );
+        let handle_budget =
+            previous.map_or_else(|| Budget::new(max_warm), |p| Arc::clone(&p.handle_budget));
         let snapshots = previous
             .map(|p| Arc::clone(&p.snapshots))
             .unwrap_or_default();
@@ -150,6 +158,7 @@ impl Repos {
                     Arc::clone(&snapshots),
                     watcher.signal(),
                     opened.clone(),
+                    &handle_budget,
                 );
                 watcher.watch(&git.path, &git.signal);
                 Arc::new(git)
@@ -168,6 +177,7 @@ impl Repos {
             catalog,
             watcher,
             opened,
+            handle_budget,
             snapshot_rebuilds,
             object_stores,
             snapshots,
@@ -264,7 +274,7 @@ struct GitRepo {
     snapshots: Arc<SharedSnapshots>,
     opened: Mutex<Option<Result<Arc<Opened>, RepoError>>>,
     /// Pooled handles, with the generation of the [`Opened`] they come from.
-    handles: Mutex<Vec<(u64, gix::Repository)>>,
+    handles: Arc<pool::Pool<(u64, gix::Repository)>>,
     refs: Mutex<Option<CachedRefs>>,
     /// Ref changes reported by the watch, when there is one.
     signal: Arc<watch::Signal>,
@@ -335,6 +345,7 @@ impl GitRepo {
         snapshots: Arc<SharedSnapshots>,
         signal: Arc<watch::Signal>,
         opens: Counter,
+        budget: &Arc<Budget>,
     ) -> GitRepo {
         GitRepo {
             rebuilds,
@@ -342,7 +353,7 @@ impl GitRepo {
             stores,
             snapshots,
             opened: Mutex::new(None),
-            handles: Mutex::new(Vec::new()),
+            handles: pool::Pool::new(budget, MAX_POOLED_HANDLES),
             refs: Mutex::new(None),
             signal,
             opens,
@@ -424,7 +435,7 @@ impl GitRepo {
     }
 
     fn with_handle_of<R>(&self, opened: &Opened, f: &impl Fn(&gix::Repository) -> R) -> R {
-        let pooled = self.handles.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let pooled = self.handles.take();
         let mut repo = match pooled {
             Some((generation, repo)) if generation == opened.generation => repo,
             _ => {
@@ -443,10 +454,7 @@ impl GitRepo {
         opened
             .store
             .checkin(std::mem::replace(&mut repo.objects, own));
-        let mut handles = self.handles.lock().unwrap_or_else(|e| e.into_inner());
-        if handles.len() < MAX_POOLED_HANDLES {
-            handles.push((opened.generation, repo));
-        }
+        self.handles.put((opened.generation, repo));
         result
     }
 
