@@ -106,3 +106,48 @@ fn without_watches_the_stat_check_sees_a_ref_update() {
     assert_eq!(metric(&server, "cgitd_ref_watches"), 0);
     assert!(metric(&server, "cgitd_ref_stamp_checks_total") > 0);
 }
+
+/// The position of `href` in the index page `target`.
+fn position(server: &Server, target: &str, href: &str) -> usize {
+    let page = server.page(target);
+    page.find(&format!("href='{href}'"))
+        .unwrap_or_else(|| panic!("{href} not in {target}"))
+}
+
+#[test]
+fn the_index_idle_order_follows_a_ref_update() {
+    let dir = TempDir::new("watch-idle");
+    let (_, git_dir, second) = build(dir.path(), "");
+    git(dir.path(), &["clone", "-q", "--bare", "r.git", "s.git"]);
+    // s changed an hour ago, r (its loose ref) a day ago: s is first by idle time.
+    let old = |path: &Path, ago: &str| {
+        let status = std::process::Command::new("touch")
+            .args(["-m", "-d", ago])
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    old(&git_dir.join("refs/heads/main"), "1 day ago");
+    old(&dir.path().join("s.git/packed-refs"), "1 hour ago");
+    let _ = std::fs::remove_file(dir.path().join("s.git/refs/heads/main"));
+    let rc = dir.path().join("cgitrc");
+    let text = std::fs::read_to_string(&rc).unwrap();
+    std::fs::write(
+        &rc,
+        format!(
+            "{text}repo.url=s\nrepo.path={}\n",
+            dir.path().join("s.git").display()
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&rc);
+    assert!(position(&server, "/?s=idle", "/s/") < position(&server, "/?s=idle", "/r/"));
+    git(&git_dir, &["update-ref", "refs/heads/main", &second]);
+    assert!(
+        eventually(&server, "/?s=idle", |page| {
+            page.find("href='/r/'") < page.find("href='/s/'")
+        }),
+        "r moves to the top once its ref changes"
+    );
+}

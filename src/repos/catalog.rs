@@ -29,6 +29,7 @@ type Order = Arc<Vec<u32>>;
 
 /// The orders that depend on the configuration only.
 struct StaticOrders {
+    config: Order,
     name: Order,
     desc: Order,
     owner: Order,
@@ -37,18 +38,21 @@ struct StaticOrders {
 
 /// Idle times and the orders built from them.
 struct IdleState {
-    times: Arc<Vec<Option<i64>>>,
-    /// Each repository's count of watched ref changes when its idle time was read (`None`:
-    /// not watched then).
+    /// Each repository's idle time as last read.
+    times: Vec<Option<i64>>,
+    /// Whether that is current (else it is read again when it is needed).
+    fresh: Vec<bool>,
+    /// Each repository's count of watched ref changes when it was last marked (`None`: not
+    /// watched then).
     seen: Vec<Option<u64>>,
-    /// The watcher's epoch when the counts were last compared.
-    epoch: u64,
-    /// Whether some repository had no watch at the last refresh.
+    /// The watcher's epoch when the counts were last compared (`None`: never).
+    epoch: Option<u64>,
+    /// Whether some repository had no watch at the last comparison.
     unwatched: bool,
-    /// When idle times of unwatched repositories were last read (`None`: never read).
+    /// When idle times of unwatched repositories were last marked stale.
     checked: Option<Instant>,
-    idle: Order,
-    section_idle: Order,
+    /// The orders by idle time (all, and within sections), while no time read since differs.
+    orders: Option<(Order, Order)>,
 }
 
 /// What an index request asks for: the sort, the filters and the page.
@@ -111,9 +115,14 @@ impl Catalog {
         }
     }
 
-    /// The rows of one index page, with the number of matches.
+    /// The rows of one index page, with the number of matches. Idle times are read for the
+    /// rows shown, or for all repositories when the order is by idle time, and only where
+    /// they may have changed since they were read.
     pub fn select(&self, query: &Query) -> Selection {
-        let (times, order) = self.current(query.sort);
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        let state = idle.get_or_insert_with(|| self.idle_state());
+        self.mark_stale(state);
+        let order = self.order_for(query.sort, state);
         let matches = |&i: &u32| self.matches(&self.entries[i as usize], query);
         let filtered: Vec<u32>;
         let positions: &[u32] = if query.prefix.is_none() && query.search.is_none() {
@@ -129,8 +138,8 @@ impl Catalog {
             .skip(offset)
             .take(query.count)
             .map(|&i| {
-                let e = &self.entries[i as usize];
-                (Arc::clone(&e.config), times[i as usize])
+                let time = self.idle_of(state, i as usize);
+                (Arc::clone(&self.entries[i as usize].config), time)
             })
             .collect();
         Selection {
@@ -147,61 +156,79 @@ impl Catalog {
                 .is_none_or(|q| e.lower.iter().any(|field| field.contains(q)))
     }
 
-    /// The idle times and the order for `sort`, after refreshing what changed.
-    fn current(&self, sort: Option<&str>) -> (Arc<Vec<Option<i64>>>, Order) {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        let state = idle.get_or_insert_with(|| self.idle_state());
-        if self.refresh_idle(state) {
-            state.idle = self.idle_order(&state.times);
-            state.section_idle = self.section_idle_order(&state.times);
-        }
-        let times = Arc::clone(&state.times);
+    /// The order for `sort`; an order by idle time reads every stale idle time first.
+    fn order_for(&self, sort: Option<&str>, state: &mut IdleState) -> Order {
         let orders = self.orders.get_or_init(|| self.static_orders());
         let order = match sort {
             Some("name") => &orders.name,
             Some("desc") => &orders.desc,
             Some("owner") => &orders.owner,
-            Some("idle") => &state.idle,
+            Some("idle") => return self.idle_orders(state).0,
             Some("section") => &orders.section,
-            _ if self.section_sort && self.sort_age => &state.section_idle,
+            _ if self.section_sort && self.sort_age => return self.idle_orders(state).1,
             _ if self.section_sort => &orders.section,
-            _ => return (times, Arc::new((0..self.entries.len() as u32).collect())),
+            _ => &orders.config,
         };
-        (times, Arc::clone(order))
+        Arc::clone(order)
+    }
+
+    fn idle_orders(&self, state: &mut IdleState) -> (Order, Order) {
+        for i in 0..self.entries.len() {
+            self.idle_of(state, i);
+        }
+        let times = &state.times;
+        state
+            .orders
+            .get_or_insert_with(|| (self.idle_order(times), self.section_idle_order(times)))
+            .clone()
+    }
+
+    /// Repository `i`'s idle time, read again when stale.
+    fn idle_of(&self, state: &mut IdleState, i: usize) -> Option<i64> {
+        if !state.fresh[i] {
+            let e = &self.entries[i];
+            let time = e
+                .state
+                .as_ref()
+                .and_then(|repo| idle_time(&e.config, repo.git_dir(), &self.agefile));
+            if time != state.times[i] {
+                state.orders = None;
+            }
+            state.times[i] = time;
+            state.fresh[i] = true;
+        }
+        state.times[i]
     }
 
     fn idle_state(&self) -> IdleState {
         let n = self.entries.len();
         IdleState {
-            times: Arc::new(vec![None; n]),
+            times: vec![None; n],
+            fresh: vec![false; n],
             seen: vec![None; n],
-            epoch: 0,
+            epoch: None,
             unwatched: true,
             checked: None,
-            idle: Arc::default(),
-            section_idle: Arc::default(),
+            orders: None,
         }
     }
 
-    /// Reads the idle times that may have changed — of repositories whose watch reported a
-    /// change, and of unwatched ones every quarter second; whether any changed.
-    fn refresh_idle(&self, state: &mut IdleState) -> bool {
-        let first = state.checked.is_none();
+    /// Marks stale the idle times that may have changed: of repositories whose watch reported
+    /// a change, and of unwatched ones every quarter second. No file is read here.
+    fn mark_stale(&self, state: &mut IdleState) {
         let due = state
             .checked
             .is_none_or(|t| t.elapsed() >= IDLE_CHECK_INTERVAL);
-        // Read before the counts: a change during the refresh shows in the next one.
+        // Read before the counts: a change during the comparison shows in the next one.
         let epoch = self.watcher.epoch();
-        if !first && epoch == state.epoch && !(due && state.unwatched) {
-            return false;
+        if state.epoch == Some(epoch) && !(due && state.unwatched) {
+            return;
         }
-        state.epoch = epoch;
+        state.epoch = Some(epoch);
         if due {
             state.checked = Some(Instant::now());
         }
         state.unwatched = false;
-        let times = Arc::make_mut(&mut state.times);
-        let mut changed = first;
         for (i, e) in self.entries.iter().enumerate() {
             let Some(repo) = &e.state else {
                 continue;
@@ -212,20 +239,17 @@ impl Catalog {
                 Some(_) => changes != state.seen[i],
                 None => due,
             };
-            if !first && !stale {
-                continue;
+            if stale {
+                state.fresh[i] = false;
+                state.seen[i] = changes;
             }
-            let time = idle_time(&e.config, repo.git_dir(), &self.agefile);
-            changed |= time != times[i];
-            times[i] = time;
-            state.seen[i] = changes;
         }
-        changed
     }
 
     fn static_orders(&self) -> StaticOrders {
         let text = |a: &str, b: &str| self.text(a, b);
         StaticOrders {
+            config: self.order(|_, _| Ordering::Equal),
             name: self.order(|a, b| text(&a.name, &b.name)),
             desc: self.order(|a, b| nulls_last(&a.desc, &b.desc, text)),
             owner: self.order(|a, b| nulls_last(&a.owner, &b.owner, text)),
