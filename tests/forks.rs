@@ -161,6 +161,11 @@ fn the_library_reports_each_repositorys_object_source() {
         &snapshot("fork3")
     ));
     assert_eq!(repos.snapshots.reused.get(), 3, "fork0, fork1 and fork11");
+    assert_eq!(
+        repos.snapshot_rebuilds.get(),
+        3,
+        "refs parsed for base, fork3 and fork7 only: the untouched forks' ref files are base's"
+    );
 }
 
 fn metric(server: &Server, name: &str) -> u64 {

@@ -92,11 +92,32 @@ pub struct Repos {
 #[derive(Default)]
 pub struct SharedSnapshots {
     by_version: Mutex<HashMap<u64, std::sync::Weak<RefSnapshot>>>,
+    /// By the content hash of `HEAD` and `packed-refs`, for repositories without loose refs:
+    /// forks whose ref files are byte-identical take a snapshot over without parsing them.
+    by_files: Mutex<HashMap<u128, std::sync::Weak<RefSnapshot>>>,
     /// Snapshots taken over from another repository with the same refs (a metric).
     pub reused: Counter,
 }
 
 impl SharedSnapshots {
+    /// The snapshot of a repository whose ref files hashed to `key`, if one is alive.
+    fn by_files(&self, key: u128) -> Option<Arc<RefSnapshot>> {
+        let map = self.by_files.lock().unwrap_or_else(|e| e.into_inner());
+        let found = map.get(&key).and_then(std::sync::Weak::upgrade);
+        if found.is_some() {
+            self.reused.inc();
+        }
+        found
+    }
+
+    fn remember_files(&self, key: u128, snapshot: &Arc<RefSnapshot>) {
+        let mut map = self.by_files.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= 64 && map.len().is_power_of_two() {
+            map.retain(|_, s| s.strong_count() > 0);
+        }
+        map.insert(key, Arc::downgrade(snapshot));
+    }
+
     /// The snapshot of `listing`: one already built for the same refs, else built now.
     fn get_or_build(&self, repo: &gix::Repository, listing: RefListing) -> Arc<RefSnapshot> {
         let version = listing.version;
@@ -255,6 +276,14 @@ impl RepoState {
             _ => None,
         }
     }
+}
+
+/// The content hash of `HEAD` and `packed-refs` (absent: empty), which, without loose refs,
+/// determine every ref; `None` when HEAD cannot be read.
+fn ref_files_hash(git_dir: &Path) -> Option<u128> {
+    let head = std::fs::read(git_dir.join("HEAD")).ok()?;
+    let packed = std::fs::read(git_dir.join("packed-refs")).unwrap_or_default();
+    Some(ContentHash::new().bytes(&head).bytes(&packed).finish())
 }
 
 /// The git directory of a configured path: the path itself, or a work tree's `.git`.
@@ -544,11 +573,25 @@ impl GitRepo {
             self.signal.keep_dirty();
             return Ok(Arc::clone(&c.snapshot));
         }
-        let listing = RefListing::read(repo).inspect_err(|_| self.signal.keep_dirty())?;
-        self.rebuilds.inc();
-        let snapshot = match previous {
-            Some(previous) if previous.version == listing.version => previous,
-            _ => self.snapshots.get_or_build(repo, listing),
+        let files = stamp
+            .all_packed()
+            .then(|| ref_files_hash(&self.path))
+            .flatten();
+        let known = files.and_then(|key| self.snapshots.by_files(key));
+        let snapshot = match known {
+            Some(snapshot) => snapshot,
+            None => {
+                let listing = RefListing::read(repo).inspect_err(|_| self.signal.keep_dirty())?;
+                self.rebuilds.inc();
+                let snapshot = match previous {
+                    Some(previous) if previous.version == listing.version => previous,
+                    _ => self.snapshots.get_or_build(repo, listing),
+                };
+                if let Some(key) = files {
+                    self.snapshots.remember_files(key, &snapshot);
+                }
+                snapshot
+            }
         };
         *cached = Some(CachedRefs {
             snapshot: Arc::clone(&snapshot),
