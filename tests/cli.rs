@@ -207,28 +207,49 @@ fn a_reload_keeps_open_repositories_open_and_finds_new_ones_under_scan_path() {
         &["clone", "-q", "--bare", REPO.to_str().unwrap(), "three.git"],
     );
     assert!(!server.page("/").contains("/three/"), "not before a reload");
+    assert!(eventually_metric(&server, "cgitd_ref_watches", 2));
     Command::new("kill")
         .args(["-HUP", &server.pid().to_string()])
         .status()
         .unwrap();
     assert!(
-        (0..100).any(|_| {
-            let done = metric(&server, "cgitd_config_reloads_total") == 1;
-            if !done {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-            done
-        }),
+        eventually_metric(&server, "cgitd_config_reloads_total", 1),
         "the reload takes effect"
     );
     assert!(server.page("/").contains("href='/three/'"));
     assert!(server.page("/one/refs/").contains("only commit"));
     assert!(server.page("/two/refs/").contains("only commit"));
+    assert!(eventually_metric(&server, "cgitd_ref_watches", 3));
     assert_eq!(
         metric(&server, "cgitd_repositories_opened_total"),
         2,
         "the reload opened no repository again"
     );
+    assert!(server.page("/one/log/").contains("only commit"));
+    assert_eq!(metric(&server, "cgitd_repositories_opened_total"), 2);
     assert!(server.page("/three/").contains("only commit"));
     assert_eq!(metric(&server, "cgitd_repositories_opened_total"), 3);
+    // A repository that went away is no longer watched after the next reload.
+    std::fs::rename(scan.join("two.git"), dir.path().join("two.git")).unwrap();
+    Command::new("kill")
+        .args(["-HUP", &server.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(eventually_metric(&server, "cgitd_config_reloads_total", 2));
+    assert!(!server.page("/").contains("href='/two/'"));
+    assert!(
+        eventually_metric(&server, "cgitd_ref_watches", 2),
+        "one and three watched, two no longer"
+    );
+}
+
+/// Whether the metric `name` reaches `value` (asked a bounded number of times).
+fn eventually_metric(server: &Server, name: &str, value: u64) -> bool {
+    (0..100).any(|_| {
+        let reached = metric(server, name) == value;
+        if !reached {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        reached
+    })
 }

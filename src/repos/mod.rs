@@ -168,9 +168,11 @@ impl Repos {
             }
         }
         let mut by_url = HashMap::new();
+        let mut used = std::collections::HashSet::new();
         let globals = digest::globals_hash(&config.globals);
         for cfg in config.repos.iter().filter(|r| !r.ignore) {
             let git_dir = git_dir_of(&cfg.path);
+            used.insert(git_dir.clone());
             let git = Arc::clone(by_path.entry(git_dir.clone()).or_insert_with(|| {
                 let git = GitRepo::new(
                     git_dir,
@@ -191,6 +193,9 @@ impl Repos {
                 config_hash: OnceLock::new(),
             };
             by_url.entry(cfg.url.clone()).or_insert(Arc::new(state));
+        }
+        for gone in by_path.keys().filter(|p| !used.contains(*p)) {
+            watcher.unwatch(gone);
         }
         let catalog = Catalog::new(&config.repos, &by_url, &config.globals, &watcher);
         Repos {

@@ -61,8 +61,8 @@ impl Signal {
 }
 
 type Targets = Arc<RwLock<HashMap<PathBuf, Arc<Signal>>>>;
-/// A git directory to watch and its signal.
-type Request = (PathBuf, Arc<Signal>);
+/// A git directory to watch, with its signal, or (`None`) to stop watching.
+type Request = (PathBuf, Option<Arc<Signal>>);
 
 /// The watches of all repositories (shared by every configuration since the start).
 pub struct Watcher {
@@ -109,7 +109,15 @@ impl Watcher {
         if let Some(queue) = &self.queue {
             let queue = queue.lock().unwrap_or_else(|e| e.into_inner());
             // The thread lives as long as the process; a send cannot fail before exit.
-            let _ = queue.send((git_dir.to_path_buf(), Arc::clone(signal)));
+            let _ = queue.send((git_dir.to_path_buf(), Some(Arc::clone(signal))));
+        }
+    }
+
+    /// Stops watching `git_dir` (a repository no longer configured).
+    pub(super) fn unwatch(&self, git_dir: &Path) {
+        if let Some(queue) = &self.queue {
+            let queue = queue.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = queue.send((git_dir.to_path_buf(), None));
         }
     }
 
@@ -145,7 +153,7 @@ fn start(epoch: Arc<AtomicU64>, watched: Gauge) -> Option<mpsc::Sender<Request>>
     Some(send)
 }
 
-/// Adds the watches asked for, for as long as the process runs.
+/// Adds and removes the watches asked for, for as long as the process runs.
 fn add_watches(
     mut watcher: RecommendedWatcher,
     targets: &Targets,
@@ -155,6 +163,17 @@ fn add_watches(
 ) {
     let mut warned = false;
     for (git_dir, signal) in receive {
+        let Some(signal) = signal else {
+            let gone = targets
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&git_dir);
+            if gone.is_some_and(|s| s.watched()) {
+                watched.dec();
+            }
+            unwatch(&mut watcher, &git_dir);
+            continue;
+        };
         targets
             .write()
             .unwrap_or_else(|e| e.into_inner())
@@ -171,8 +190,7 @@ fn add_watches(
                 epoch.fetch_add(1, Ordering::SeqCst);
             }
             Err(e) => {
-                let _ = watcher.unwatch(&git_dir);
-                let _ = watcher.unwatch(&git_dir.join("refs"));
+                unwatch(&mut watcher, &git_dir);
                 if !warned {
                     tracing::warn!(
                         "cannot watch the refs of {} ({e}): checking refs by stat every 250 ms \
@@ -184,6 +202,12 @@ fn add_watches(
             }
         }
     }
+}
+
+fn unwatch(watcher: &mut RecommendedWatcher, git_dir: &Path) {
+    // Either may not be watched (a watch that failed half-way).
+    let _ = watcher.unwatch(git_dir);
+    let _ = watcher.unwatch(&git_dir.join("refs"));
 }
 
 /// Marks the repositories an event may concern (all of them when events were lost); whether
