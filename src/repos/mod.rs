@@ -1,5 +1,6 @@
-//! Resident repository state: each configured repository opened once with gix, a pool of warm
-//! handles, and the ref snapshot kept fresh by cheap change detection.
+//! Resident repository state: each configured repository opened once with gix (on first use),
+//! pools of warm handles under one bound, the ref snapshot kept fresh by change detection
+//! (inotify watches, stat stamps where there is no watch), and the index's catalog.
 
 mod catalog;
 mod digest;
