@@ -3,7 +3,8 @@
 # branch and a commit of its own), served by cgitd and by Debian's cgit (same run, same machine)
 # with scan-path + section-from-path. Through a keep-alive client it measures the index, an index
 # search, the summary of 20 untouched forks and then the same 20 warm, one commit page through
-# 50 untouched forks, and cgitd's RssAnon; it prints cgitd's count of opened object stores.
+# 50 untouched forks, and cgitd's RssAnon; it prints cgitd's count of opened object stores; then
+# it measures the index again with cgitd's response cache off (every request rendered).
 #
 # usage: bench/forks.sh [REPO] [N]    REPO: a git directory (default: the corpus of
 #                                     bench/make-corpus.py); N: forks (default 900)
@@ -66,11 +67,14 @@ snapshots=tar.gz
 metrics-path=/metrics
 $(cat "$STATE/rc-extra")
 RC
-./target/release/cgitd serve --config "$STATE/cgitrc" --listen 127.0.0.1:$CGITD_PORT > "$STATE/cgitd.out" 2>&1 &
-CGITD_PID=$!
+start_cgitd() {
+    ./target/release/cgitd serve --config "$1" --listen 127.0.0.1:$CGITD_PORT > "$STATE/cgitd.out" 2>&1 &
+    CGITD_PID=$!
+    for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$CGITD_PORT/" && break; sleep 0.1; done
+}
+start_cgitd "$STATE/cgitrc"
 cleanup() { kill $CGITD_PID 2>/dev/null || true; PORT=$CGIT_PORT CGIT_STATE=$STATE/cgit "$BASELINE" stop >/dev/null 2>&1 || true; }
 trap cleanup EXIT
-for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$CGITD_PORT/" && break; sleep 0.1; done
 
 # A fork's URL name: section/forkNNNN (section-from-path keeps the path in the URL).
 url_of() { printf 'section%d/fork%04d' $(( $1 % SECTIONS )) "$1"; }
@@ -134,3 +138,13 @@ times_ms $(for i in $(seq 0 $((N - 1))); do echo "http://127.0.0.1:$CGITD_PORT/$
 stores=$(curl -s "http://127.0.0.1:$CGITD_PORT/metrics" | awk '/^cgitd_object_stores_opened_total/ {print $2}')
 echo "cgitd summary of all $N forks: $(cat "$STATE/all.$CGITD_PORT"); object stores opened: $stores"
 echo "$(rss RssAnon) (cgitd after every fork's summary)"
+
+# The index rendered on every request: the response cache off.
+kill $CGITD_PID; wait $CGITD_PID 2>/dev/null || true
+{ echo "response-cache-size=0"; cat "$STATE/cgitrc"; } > "$STATE/cgitrc-nocache"
+start_cgitd "$STATE/cgitrc-nocache"
+echo
+for p in "index /" "index search /?q=fork01" "index page 2 /?ofs=50" "index by idle /?s=idle"; do
+    name=${p% *}; path=${p##* }
+    echo "cgitd, response cache off: $name (wrk p50) $(median_ms "http://127.0.0.1:$CGITD_PORT$path") ms"
+done

@@ -258,6 +258,13 @@ fn print_globals(g: &cgitd::config::Globals) {
     );
     println!("  trusted-proxies          {}", proxies.join(" "));
     println!("  access-log               {access_log}");
+    let watch = if g.watch_refs {
+        "inotify (stat every 250 ms where a watch cannot be added)"
+    } else {
+        "off (stat every 250 ms)"
+    };
+    println!("  watch-refs               {watch}");
+    println!("  max-warm-handles         {}", g.max_warm_handles);
 }
 
 fn render(url: &str, arg: &ConfigArg) -> ExitCode {

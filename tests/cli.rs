@@ -168,3 +168,88 @@ fn a_missing_auth_filter_is_reported_and_authenticates_nobody() {
     );
     assert!(!page.contains("only commit"), "{page}");
 }
+
+fn metric(server: &Server, name: &str) -> u64 {
+    let m = server.page("/metrics");
+    m.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in\n{m}"))
+}
+
+#[test]
+fn a_reload_keeps_open_repositories_open_and_finds_new_ones_under_scan_path() {
+    let dir = TempDir::new("reload-scan");
+    let scan = dir.path().join("scan");
+    std::fs::create_dir_all(&scan).unwrap();
+    for name in ["one.git", "two.git"] {
+        git(
+            &scan,
+            &["clone", "-q", "--bare", REPO.to_str().unwrap(), name],
+        );
+    }
+    let rc = dir.path().join("cgitrc");
+    std::fs::write(
+        &rc,
+        format!(
+            "virtual-root=/\nmetrics-path=/metrics\nremove-suffix=1\nscan-path={}\n",
+            scan.display()
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&rc);
+    assert_eq!(metric(&server, "cgitd_repositories_opened_total"), 0);
+    assert!(server.page("/one/").contains("only commit"));
+    assert!(server.page("/two/log/").contains("only commit"));
+    assert_eq!(metric(&server, "cgitd_repositories_opened_total"), 2);
+    git(
+        &scan,
+        &["clone", "-q", "--bare", REPO.to_str().unwrap(), "three.git"],
+    );
+    assert!(!server.page("/").contains("/three/"), "not before a reload");
+    assert!(eventually_metric(&server, "cgitd_ref_watches", 2));
+    Command::new("kill")
+        .args(["-HUP", &server.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(
+        eventually_metric(&server, "cgitd_config_reloads_total", 1),
+        "the reload takes effect"
+    );
+    assert!(server.page("/").contains("href='/three/'"));
+    assert!(server.page("/one/refs/").contains("only commit"));
+    assert!(server.page("/two/refs/").contains("only commit"));
+    assert!(eventually_metric(&server, "cgitd_ref_watches", 3));
+    assert_eq!(
+        metric(&server, "cgitd_repositories_opened_total"),
+        2,
+        "the reload opened no repository again"
+    );
+    assert!(server.page("/one/log/").contains("only commit"));
+    assert_eq!(metric(&server, "cgitd_repositories_opened_total"), 2);
+    assert!(server.page("/three/").contains("only commit"));
+    assert_eq!(metric(&server, "cgitd_repositories_opened_total"), 3);
+    // A repository that went away is no longer watched after the next reload.
+    std::fs::rename(scan.join("two.git"), dir.path().join("two.git")).unwrap();
+    Command::new("kill")
+        .args(["-HUP", &server.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(eventually_metric(&server, "cgitd_config_reloads_total", 2));
+    assert!(!server.page("/").contains("href='/two/'"));
+    assert!(
+        eventually_metric(&server, "cgitd_ref_watches", 2),
+        "one and three watched, two no longer"
+    );
+}
+
+/// Whether the metric `name` reaches `value` (asked a bounded number of times).
+fn eventually_metric(server: &Server, name: &str, value: u64) -> bool {
+    (0..100).any(|_| {
+        let reached = metric(server, name) == value;
+        if !reached {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        reached
+    })
+}

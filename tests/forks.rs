@@ -161,4 +161,38 @@ fn the_library_reports_each_repositorys_object_source() {
         &snapshot("fork3")
     ));
     assert_eq!(repos.snapshots.reused.get(), 3, "fork0, fork1 and fork11");
+    assert_eq!(
+        repos.snapshot_rebuilds.get(),
+        3,
+        "refs parsed for base, fork3 and fork7 only: the untouched forks' ref files are base's"
+    );
+}
+
+fn metric(server: &Server, name: &str) -> u64 {
+    let m = server.page("/metrics");
+    m.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in\n{m}"))
+}
+
+#[test]
+fn warm_handles_stay_within_max_warm_handles_over_all_repositories() {
+    let dir = TempDir::new("forks-warm");
+    let rc = build(dir.path());
+    let text = std::fs::read_to_string(&rc).unwrap();
+    std::fs::write(&rc, format!("max-warm-handles=2\n{text}")).unwrap();
+    let server = Server::start(&rc);
+    // Two stores (base's, shared by the untouched forks, and fork3's own), ten repositories.
+    for round in 0..2 {
+        for name in ["base", "fork3", "fork0", "fork1", "fork2", "fork4", "fork5"] {
+            let page = server.page(&format!("/{name}/log/?ofs={round}"));
+            assert!(page.contains("first commit"), "{name}");
+        }
+        for kind in ["repository", "object"] {
+            let held = metric(&server, &format!("cgitd_warm_{kind}_handles"));
+            assert!((1..=2).contains(&held), "{kind} handles held: {held}");
+        }
+    }
+    assert!(metric(&server, "cgitd_warm_repository_handles_released_total") >= 5);
 }

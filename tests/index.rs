@@ -221,3 +221,23 @@ fn the_logo_is_the_global_one_as_the_file_ends_unless_a_repository_sets_its_own(
     }
     assert!(server.page("/x/").contains("<img src='/b.png'"));
 }
+
+#[test]
+fn sorted_searched_and_paged_index_links_match_cgit() {
+    let dir = TempDir::new("index-pages");
+    let rc = dir.path().join("cgitrc");
+    let text = std::fs::read_to_string(&SITE.rc).unwrap();
+    std::fs::write(&rc, format!("max-repo-count=2\n{text}")).unwrap();
+    let server = Server::start(&rc);
+    for url in [
+        "/",
+        "/?ofs=2",
+        "/?s=desc",
+        "/?s=desc&ofs=2",
+        "/?s=name&ofs=4",
+        "/?q=a&ofs=1",
+        "/?q=BETA",
+    ] {
+        assert_like_cgit_by(&server, &rc, url, content_links);
+    }
+}

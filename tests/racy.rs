@@ -36,7 +36,17 @@ fn mtime(path: &Path) -> (i64, i64) {
 
 #[test]
 fn a_ref_rewritten_in_the_stamps_tick_is_seen_later() {
-    let dir = TempDir::new("racy");
+    rewritten_in_the_stamps_tick("racy", "");
+}
+
+/// The same with the stat check alone (no ref watches), where the racy rule does the work.
+#[test]
+fn a_ref_rewritten_in_the_stamps_tick_is_seen_later_without_watches() {
+    rewritten_in_the_stamps_tick("racy-stat", "watch-refs=0\n");
+}
+
+fn rewritten_in_the_stamps_tick(tag: &str, options: &str) {
+    let dir = TempDir::new(tag);
     let work = dir.path().join("work");
     init_repo(&work);
     write(&work, "f", "one\n");
@@ -52,7 +62,7 @@ fn a_ref_rewritten_in_the_stamps_tick_is_seen_later() {
     std::fs::write(
         &rc,
         format!(
-            "virtual-root=/\nmetrics-path=/metrics\nrepo.url=r\nrepo.path={}\n",
+            "virtual-root=/\nmetrics-path=/metrics\n{options}repo.url=r\nrepo.path={}\n",
             git_dir.display()
         ),
     )

@@ -196,6 +196,11 @@ pub struct Globals {
     pub static_url: String,
     /// cgitd: commits a search, path-limited log or stats page may look at (0: 200,000).
     pub walk_budget: usize,
+    /// cgitd: watch refs with inotify (else stat them every 250 ms); read at start.
+    pub watch_refs: bool,
+    /// cgitd: warm handles kept over all repositories, and warm object handles (with their
+    /// caches) over all object stores; read at start.
+    pub max_warm_handles: usize,
     pub defaults: RepoDefaults,
 }
 
@@ -279,6 +284,8 @@ impl Default for Globals {
             trusted_proxies: Vec::new(),
             access_log_sample: 0,
             walk_budget: 0,
+            watch_refs: true,
+            max_warm_handles: 64,
             static_dir: None,
             static_url: "/static/".into(),
             patch_signature: concat!("cgitd ", env!("CARGO_PKG_VERSION")).into(),

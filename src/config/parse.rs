@@ -400,6 +400,8 @@ impl Parser {
             "queue-deadline-expensive" => g.scheduling.expensive_deadline_ms = count as u64,
             "access-log" => g.access_log_sample = count as u64,
             "walk-budget" => g.walk_budget = count,
+            "watch-refs" => g.watch_refs = flag,
+            "max-warm-handles" => g.max_warm_handles = count,
             "static-dir" => g.static_dir = non_empty(value).map(|v| resolve_relative(file, &v)),
             "static-url" => g.static_url = format!("/{}/", value.trim_matches('/')),
             "section" => d.section = value.into(),

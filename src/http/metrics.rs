@@ -18,6 +18,8 @@ fn latency_histogram() -> Histogram {
 
 /// The server's metrics and their registry.
 pub struct Metrics {
+    /// Configuration reloads that took effect.
+    pub reloads: Counter,
     registry: Registry,
     requests: Family<Labels, Counter>,
     latency: Family<Labels, Histogram, fn() -> Histogram>,
@@ -102,7 +104,45 @@ impl Metrics {
             "Ref snapshots taken over from another repository with the same refs (forks)",
             site.repos.snapshots.reused.clone(),
         );
+        registry.register(
+            "ref_watches",
+            "Repositories whose refs are watched with inotify (the others are checked by stat)",
+            site.repos.watcher.watched.clone(),
+        );
+        registry.register(
+            "ref_stamp_checks",
+            "Stat checks of a repository's refs (unwatched repositories, or after a reported change)",
+            site.repos.watcher.stamp_checks.clone(),
+        );
+        registry.register(
+            "repositories_opened",
+            "Repositories opened with gix (on first use; a reload keeps unchanged ones open)",
+            site.repos.opened.clone(),
+        );
+        let kinds = [
+            ("repository", &site.repos.handle_budget),
+            ("object", &site.repos.object_stores.budget),
+        ];
+        for (kind, budget) in kinds {
+            registry.register(
+                format!("warm_{kind}_handles"),
+                format!("Warm {kind} handles pooled over all repositories (max-warm-handles)"),
+                budget.held.clone(),
+            );
+            registry.register(
+                format!("warm_{kind}_handles_released"),
+                format!("Warm {kind} handles released, least recently used or idle first"),
+                budget.released.clone(),
+            );
+        }
+        let reloads = Counter::default();
+        registry.register(
+            "config_reloads",
+            "Configuration reloads that took effect",
+            reloads.clone(),
+        );
         Metrics {
+            reloads,
             registry,
             requests,
             latency,

@@ -129,6 +129,7 @@ impl App {
         };
         *self.site.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(site);
         self.responses.clear();
+        self.metrics.reloads.inc();
         Ok(())
     }
 }

@@ -4,11 +4,8 @@ use super::parts::frame::{self, Frame};
 use super::parts::links::{escape_path, with_args};
 use super::parts::shared::{self, Age};
 use super::{PageError, PageRequest, Response, Site};
-use crate::config::RepoConfig;
+use crate::repos::Query;
 use askama::Template;
-use std::cmp::Ordering;
-use std::path::Path;
-use std::sync::Arc;
 
 struct Row {
     /// Set on the first row of a section (section headers are not shown when the user sorted).
@@ -40,34 +37,25 @@ struct Index {
 pub fn render(site: &Site, req: &PageRequest) -> Result<Response, PageError> {
     let g = &site.config.globals;
     let now = super::parts::format::now();
-    let mut repos: Vec<(&Arc<RepoConfig>, Option<i64>)> = site
-        .config
-        .repos
-        .iter()
-        .filter(|r| !r.hide && !r.ignore)
-        .filter(|r| {
-            req.prefix
-                .as_ref()
-                .is_none_or(|p| r.url.starts_with(p.as_str()))
-        })
-        .filter(|r| req.query.q.as_ref().is_none_or(|q| matches_search(r, q)))
-        .map(|r| {
-            let git_dir = site.repos.get(&r.url).map(|s| s.git_dir());
-            (r, git_dir.and_then(|dir| idle_time(r, dir, &g.agefile)))
-        })
-        .collect();
-    if repos.is_empty() {
+    let sort = req.query.s.as_deref();
+    let search = req.query.q.as_deref().map(str::to_lowercase);
+    let per_page = match g.max_repo_count {
+        0 => usize::MAX,
+        n => n,
+    };
+    let selection = site.repos.catalog.select(&Query {
+        sort,
+        prefix: req.prefix.as_deref(),
+        search: search.as_deref(),
+        offset: req.query.ofs.max(0) as usize,
+        count: per_page,
+    });
+    if selection.total == 0 {
         return Err(PageError::NotFound("No repositories found".into()));
     }
-    let sort = req.query.s.as_deref();
-    sort_repos(&mut repos, sort, g);
-    let total = repos.len();
-    let per_page = if g.max_repo_count == 0 {
-        total
-    } else {
-        g.max_repo_count
-    };
-    let ofs = (req.query.ofs.max(0) as usize).min(total.saturating_sub(1));
+    let total = selection.total;
+    let per_page = per_page.min(total);
+    let ofs = selection.offset;
     let base = frame::Frame::site(site, req, Some("index")).search_action;
     let q_arg: Vec<(&str, &str)> = req
         .query
@@ -81,10 +69,9 @@ pub fn render(site: &Site, req: &PageRequest) -> Result<Response, PageError> {
     // A header wherever the section changes, an empty one back to no section (as cgit does
     // when unsectioned repositories follow a section, with section-sort=0).
     let mut previous_section = "";
-    let rows = repos
+    let rows = selection
+        .rows
         .iter()
-        .skip(ofs)
-        .take(per_page)
         .map(|(r, idle)| {
             let href = format!("{vroot}{}/", escape_path(r.url.as_bytes()));
             let section = r.opts.section.as_str();
@@ -130,7 +117,10 @@ pub fn render(site: &Site, req: &PageRequest) -> Result<Response, PageError> {
                 if let Some(s) = sort {
                     args.push(("s", s));
                 }
-                args.push(("ofs", &page_ofs));
+                // The first page's link has no `ofs` (as in cgit).
+                if i > 0 {
+                    args.push(("ofs", &page_ofs));
+                }
                 (
                     i + 1,
                     with_args(&base, &args),
@@ -153,102 +143,10 @@ pub fn render(site: &Site, req: &PageRequest) -> Result<Response, PageError> {
     Ok(Response::html(frame::wrap(site, &frame, &body)?))
 }
 
-/// cgit's search: case-insensitive substring of url, name, description or owner.
-fn matches_search(r: &RepoConfig, q: &str) -> bool {
-    let q = q.to_lowercase();
-    [&r.url, &r.name, &r.desc, &r.owner]
-        .iter()
-        .any(|field| field.to_lowercase().contains(&q))
-}
-
 fn truncate(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
         return text.to_string();
     }
     let cut: String = text.chars().take(max).collect();
     format!("{cut}...")
-}
-
-fn sort_repos(
-    repos: &mut [(&Arc<RepoConfig>, Option<i64>)],
-    sort: Option<&str>,
-    g: &crate::config::Globals,
-) {
-    let text = |a: &str, b: &str| {
-        if g.case_sensitive_sort {
-            a.cmp(b)
-        } else {
-            a.to_lowercase().cmp(&b.to_lowercase())
-        }
-    };
-    // Absent values sort last, as in cgit.
-    let nulls_last = |a: &str, b: &str| match (a.is_empty(), b.is_empty()) {
-        (true, false) => Ordering::Greater,
-        (false, true) => Ordering::Less,
-        _ => text(a, b),
-    };
-    let idle = |a: Option<i64>, b: Option<i64>| match (a, b) {
-        (Some(a), Some(b)) => b.cmp(&a),
-        (Some(_), None) => Ordering::Less,
-        (None, Some(_)) => Ordering::Greater,
-        (None, None) => Ordering::Equal,
-    };
-    match sort {
-        Some("name") => repos.sort_by(|a, b| text(&a.0.name, &b.0.name)),
-        Some("desc") => repos.sort_by(|a, b| nulls_last(&a.0.desc, &b.0.desc)),
-        Some("owner") => repos.sort_by(|a, b| nulls_last(&a.0.owner, &b.0.owner)),
-        Some("idle") => repos.sort_by(|a, b| idle(a.1, b.1)),
-        // No section is the empty section, which sorts first (as in cgit).
-        Some("section") => repos.sort_by(|a, b| {
-            text(&a.0.opts.section, &b.0.opts.section).then(text(&a.0.name, &b.0.name))
-        }),
-        _ if g.section_sort => repos.sort_by(|a, b| {
-            text(&a.0.opts.section, &b.0.opts.section).then_with(|| {
-                if g.repository_sort_age {
-                    idle(a.1, b.1)
-                } else {
-                    text(&a.0.name, &b.0.name)
-                }
-            })
-        }),
-        _ => {}
-    }
-}
-
-/// When the repository last changed: the agefile's date, else the mtime of the default
-/// branch's loose ref, else of packed-refs.
-fn idle_time(r: &RepoConfig, dir: &Path, agefile: &str) -> Option<i64> {
-    if let Some(t) = std::fs::read_to_string(dir.join(agefile))
-        .ok()
-        .and_then(|text| parse_agefile(text.lines().next()?))
-    {
-        return Some(t);
-    }
-    let branch = r
-        .defbranch
-        .clone()
-        .or_else(|| head_branch(dir))
-        .unwrap_or_else(|| "master".into());
-    mtime(&dir.join("refs/heads").join(branch)).or_else(|| mtime(&dir.join("packed-refs")))
-}
-
-fn head_branch(git_dir: &Path) -> Option<String> {
-    let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
-    head.trim()
-        .strip_prefix("ref: refs/heads/")
-        .map(str::to_string)
-}
-
-fn mtime(path: &Path) -> Option<i64> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path).ok().map(|m| m.mtime())
-}
-
-/// Parses `YYYY-MM-DD HH:MM:SS [+ZZZZ]` or a unix timestamp.
-fn parse_agefile(line: &str) -> Option<i64> {
-    let line = line.trim();
-    if let Ok(secs) = line.parse::<i64>() {
-        return Some(secs);
-    }
-    gix::date::parse(line, None).ok().map(|t| t.seconds)
 }

@@ -68,6 +68,8 @@ pub(super) fn globals_hash(globals: &Globals) -> u128 {
     g.scheduling = Scheduling::default();
     g.access_log_sample = 0;
     g.fragment_cache_size = 0;
+    g.watch_refs = true;
+    g.max_warm_handles = 0;
     g.metrics_path = None;
     g.trusted_proxies.clear();
     ContentHash::new().str(&format!("{g:?}")).finish()

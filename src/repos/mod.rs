@@ -1,14 +1,21 @@
-//! Resident repository state: each configured repository opened once with gix, a pool of warm
-//! handles, and the ref snapshot kept fresh by cheap change detection.
+//! Resident repository state: each configured repository opened once with gix (on first use),
+//! pools of warm handles under one bound, the ref snapshot kept fresh by change detection
+//! (inotify watches, stat stamps where there is no watch), and the index's catalog.
 
+mod catalog;
 mod digest;
 mod objects;
+mod pool;
 mod refs;
 mod stamp;
+mod watch;
 
+pub use catalog::{Catalog, Query, Selection};
 pub use digest::ContentHash;
 pub use objects::ObjectStores;
+pub use pool::Budget;
 pub use refs::{Branch, Decoration, DecorationKind, RefEntry, RefListing, RefSnapshot, Tag};
+pub use watch::Watcher;
 
 use crate::config::{Config, RepoConfig};
 use crate::git::commit_graph::BloomFilters;
@@ -20,7 +27,7 @@ use std::time::{Duration, Instant};
 
 /// How long a ref snapshot is trusted before its stamp is checked again.
 const REF_CHECK_INTERVAL: Duration = Duration::from_millis(250);
-/// Warm handles kept per repository.
+/// Warm handles kept per repository (and at most `max-warm-handles` over all repositories).
 const MAX_POOLED_HANDLES: usize = 8;
 /// Object cache per handle.
 const OBJECT_CACHE_BYTES: usize = 2 << 20;
@@ -66,10 +73,18 @@ pub struct Repos {
     by_url: HashMap<String, Arc<RepoState>>,
     /// Ref snapshot rebuilds, over all repositories (a metric).
     pub snapshot_rebuilds: Counter,
+    /// Repositories opened with gix, on first use (a metric; a reload opens only new ones).
+    pub opened: Counter,
     /// The opened object stores, one per distinct object source (kept across reloads).
     pub object_stores: Arc<ObjectStores>,
+    /// The bound on pooled repository handles over all repositories (kept across reloads).
+    pub handle_budget: Arc<Budget>,
     /// Ref snapshots shared by repositories with the same refs (kept across reloads).
     pub snapshots: Arc<SharedSnapshots>,
+    /// What the index lists, with its orders.
+    pub catalog: Catalog,
+    /// The ref watches (kept across reloads).
+    pub watcher: Arc<Watcher>,
 }
 
 /// Ref snapshots by [`version`](RefSnapshot::version), a hash of the ref values: repositories
@@ -78,11 +93,32 @@ pub struct Repos {
 #[derive(Default)]
 pub struct SharedSnapshots {
     by_version: Mutex<HashMap<u64, std::sync::Weak<RefSnapshot>>>,
+    /// By the content hash of `HEAD` and `packed-refs`, for repositories without loose refs:
+    /// forks whose ref files are byte-identical take a snapshot over without parsing them.
+    by_files: Mutex<HashMap<u128, std::sync::Weak<RefSnapshot>>>,
     /// Snapshots taken over from another repository with the same refs (a metric).
     pub reused: Counter,
 }
 
 impl SharedSnapshots {
+    /// The snapshot of a repository whose ref files hashed to `key`, if one is alive.
+    fn by_files(&self, key: u128) -> Option<Arc<RefSnapshot>> {
+        let map = self.by_files.lock().unwrap_or_else(|e| e.into_inner());
+        let found = map.get(&key).and_then(std::sync::Weak::upgrade);
+        if found.is_some() {
+            self.reused.inc();
+        }
+        found
+    }
+
+    fn remember_files(&self, key: u128, snapshot: &Arc<RefSnapshot>) {
+        let mut map = self.by_files.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= 64 && map.len().is_power_of_two() {
+            map.retain(|_, s| s.strong_count() > 0);
+        }
+        map.insert(key, Arc::downgrade(snapshot));
+    }
+
     /// The snapshot of `listing`: one already built for the same refs, else built now.
     fn get_or_build(&self, repo: &gix::Repository, listing: RefListing) -> Arc<RefSnapshot> {
         let version = listing.version;
@@ -111,12 +147,21 @@ impl Repos {
         let snapshot_rebuilds = previous
             .map(|p| p.snapshot_rebuilds.clone())
             .unwrap_or_default();
-        let object_stores = previous
-            .map(|p| Arc::clone(&p.object_stores))
-            .unwrap_or_default();
+        let opened = previous.map(|p| p.opened.clone()).unwrap_or_default();
+        let max_warm = config.globals.max_warm_handles;
+        let object_stores = previous.map_or_else(
+            || Arc::new(ObjectStores::new(max_warm)),
+            |p| Arc::clone(&p.object_stores),
+        );
+        let handle_budget =
+            previous.map_or_else(|| Budget::new(max_warm), |p| Arc::clone(&p.handle_budget));
         let snapshots = previous
             .map(|p| Arc::clone(&p.snapshots))
             .unwrap_or_default();
+        let watcher = previous.map_or_else(
+            || Arc::new(Watcher::new(config.globals.watch_refs)),
+            |p| Arc::clone(&p.watcher),
+        );
         let mut by_path: HashMap<PathBuf, Arc<GitRepo>> = HashMap::new();
         if let Some(prev) = previous {
             for state in prev.by_url.values() {
@@ -124,16 +169,23 @@ impl Repos {
             }
         }
         let mut by_url = HashMap::new();
+        let mut used = std::collections::HashSet::new();
         let globals = digest::globals_hash(&config.globals);
         for cfg in config.repos.iter().filter(|r| !r.ignore) {
             let git_dir = git_dir_of(&cfg.path);
+            used.insert(git_dir.clone());
             let git = Arc::clone(by_path.entry(git_dir.clone()).or_insert_with(|| {
-                Arc::new(GitRepo::new(
+                let git = GitRepo::new(
                     git_dir,
                     snapshot_rebuilds.clone(),
                     Arc::clone(&object_stores),
                     Arc::clone(&snapshots),
-                ))
+                    watcher.signal(),
+                    opened.clone(),
+                    &handle_budget,
+                );
+                watcher.watch(&git.path, &git.signal);
+                Arc::new(git)
             }));
             let state = RepoState {
                 config: Arc::clone(cfg),
@@ -143,8 +195,16 @@ impl Repos {
             };
             by_url.entry(cfg.url.clone()).or_insert(Arc::new(state));
         }
+        for gone in by_path.keys().filter(|p| !used.contains(*p)) {
+            watcher.unwatch(gone);
+        }
+        let catalog = Catalog::new(&config.repos, &by_url, &config.globals, &watcher);
         Repos {
             by_url,
+            catalog,
+            watcher,
+            opened,
+            handle_budget,
             snapshot_rebuilds,
             object_stores,
             snapshots,
@@ -209,6 +269,11 @@ impl RepoState {
         &self.git.path
     }
 
+    /// How many ref changes the watch reported; `None` when the repository is not watched.
+    pub(crate) fn ref_changes(&self) -> Option<u64> {
+        self.git.signal.changes()
+    }
+
     /// The objects directory whose (shared) store serves this repository, once opened.
     pub fn object_source(&self) -> Option<PathBuf> {
         let opened = self.git.opened.lock().unwrap_or_else(|e| e.into_inner());
@@ -217,6 +282,14 @@ impl RepoState {
             _ => None,
         }
     }
+}
+
+/// The content hash of `HEAD` and `packed-refs` (absent: empty), which, without loose refs,
+/// determine every ref; `None` when HEAD cannot be read.
+fn ref_files_hash(git_dir: &Path) -> Option<u128> {
+    let head = std::fs::read(git_dir.join("HEAD")).ok()?;
+    let packed = std::fs::read(git_dir.join("packed-refs")).unwrap_or_default();
+    Some(ContentHash::new().bytes(&head).bytes(&packed).finish())
 }
 
 /// The git directory of a configured path: the path itself, or a work tree's `.git`.
@@ -236,8 +309,12 @@ struct GitRepo {
     snapshots: Arc<SharedSnapshots>,
     opened: Mutex<Option<Result<Arc<Opened>, RepoError>>>,
     /// Pooled handles, with the generation of the [`Opened`] they come from.
-    handles: Mutex<Vec<(u64, gix::Repository)>>,
+    handles: Arc<pool::Pool<(u64, gix::Repository)>>,
     refs: Mutex<Option<CachedRefs>>,
+    /// Ref changes reported by the watch, when there is one.
+    signal: Arc<watch::Signal>,
+    /// Counts openings (shared by all repositories).
+    opens: Counter,
     rebuilds: Counter,
     bloom: Mutex<Option<CachedBloom>>,
 }
@@ -278,6 +355,9 @@ struct CachedRefs {
     snapshot: Arc<RefSnapshot>,
     stamp: stamp::RefStamp,
     checked: Instant,
+    /// Whether the refs were watched when these were read or last found unchanged by a stat:
+    /// then any later change is reported, and no stat is needed until one is.
+    watched: bool,
 }
 
 impl Opened {
@@ -298,6 +378,9 @@ impl GitRepo {
         rebuilds: Counter,
         stores: Arc<ObjectStores>,
         snapshots: Arc<SharedSnapshots>,
+        signal: Arc<watch::Signal>,
+        opens: Counter,
+        budget: &Arc<Budget>,
     ) -> GitRepo {
         GitRepo {
             rebuilds,
@@ -305,8 +388,10 @@ impl GitRepo {
             stores,
             snapshots,
             opened: Mutex::new(None),
-            handles: Mutex::new(Vec::new()),
+            handles: pool::Pool::new(budget, MAX_POOLED_HANDLES),
             refs: Mutex::new(None),
+            signal,
+            opens,
             bloom: Mutex::new(None),
         }
     }
@@ -321,6 +406,7 @@ impl GitRepo {
         };
         let mut repo =
             gix::ThreadSafeRepository::open_opts(&self.path, options).map_err(open_error)?;
+        self.opens.inc();
         let source = if repo.objects.replacements().next().is_some() {
             objects::ObjectSource::private(&self.path)
         } else {
@@ -384,7 +470,7 @@ impl GitRepo {
     }
 
     fn with_handle_of<R>(&self, opened: &Opened, f: &impl Fn(&gix::Repository) -> R) -> R {
-        let pooled = self.handles.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let pooled = self.handles.take();
         let mut repo = match pooled {
             Some((generation, repo)) if generation == opened.generation => repo,
             _ => {
@@ -403,10 +489,7 @@ impl GitRepo {
         opened
             .store
             .checkin(std::mem::replace(&mut repo.objects, own));
-        let mut handles = self.handles.lock().unwrap_or_else(|e| e.into_inner());
-        if handles.len() < MAX_POOLED_HANDLES {
-            handles.push((opened.generation, repo));
-        }
+        self.handles.put((opened.generation, repo));
         result
     }
 
@@ -434,12 +517,18 @@ impl GitRepo {
     fn refs_version(&self) -> Option<u64> {
         let mut cached = self.refs.lock().unwrap_or_else(|e| e.into_inner());
         let c = cached.as_mut()?;
-        if c.checked.elapsed() < REF_CHECK_INTERVAL {
+        if self.signal.is_dirty() {
+            return None;
+        }
+        if c.watched || c.checked.elapsed() < REF_CHECK_INTERVAL {
             return Some(c.snapshot.version);
         }
+        let watched = self.signal.watched();
+        self.signal.count_stamp_check();
         let now = stamp::RefStamp::read(&self.path).ok()?;
         if now == c.stamp && !c.stamp.is_racy() {
             c.checked = Instant::now();
+            c.watched = watched;
             return Some(c.snapshot.version);
         }
         // Changed (or not trustworthy): `checked` stays stale, so the next `refs` re-reads;
@@ -447,23 +536,35 @@ impl GitRepo {
         None
     }
 
+    /// The stamp of the refs; on failure the refs stay marked, so that the next request
+    /// tries again rather than trusting the watch.
+    fn read_stamp(&self) -> Result<stamp::RefStamp, RepoError> {
+        stamp::RefStamp::read(&self.path).inspect_err(|_| self.signal.keep_dirty())
+    }
+
     fn refs(&self, repo: &gix::Repository) -> Result<Arc<RefSnapshot>, RepoError> {
         let mut cached = self.refs.lock().unwrap_or_else(|e| e.into_inner());
+        // The report is taken before the watch state and the refs are read: a change after
+        // this marks them again.
+        let reported = self.signal.take_dirty();
+        let watched = self.signal.watched();
         let mut previous = None;
         if let Some(c) = cached.as_mut() {
-            if c.checked.elapsed() < REF_CHECK_INTERVAL {
+            if !reported && (c.watched || c.checked.elapsed() < REF_CHECK_INTERVAL) {
                 return Ok(Arc::clone(&c.snapshot));
             }
-            let now = stamp::RefStamp::read(&self.path)?;
+            self.signal.count_stamp_check();
+            let now = self.read_stamp()?;
             c.checked = Instant::now();
             // A racy stamp proves nothing: its refs are read again (git's racy-git rule).
             if now == c.stamp && !c.stamp.is_racy() {
+                c.watched = watched;
                 return Ok(Arc::clone(&c.snapshot));
             }
             previous = Some(Arc::clone(&c.snapshot));
         }
         // The stamp is read before the refs, so a change while they are read shows next time.
-        let stamp = stamp::RefStamp::read(&self.path)?;
+        let stamp = self.read_stamp()?;
         // New refs of a fork served by its alternate's store may name objects pushed into the
         // fork itself (objects are written before refs). If the fork moved to its own store only
         // now, `repo` cannot read them: this request keeps the refs it can read, the next one
@@ -475,18 +576,34 @@ impl GitRepo {
             c.checked = Instant::now()
                 .checked_sub(REF_CHECK_INTERVAL)
                 .unwrap_or(c.checked);
+            self.signal.keep_dirty();
             return Ok(Arc::clone(&c.snapshot));
         }
-        let listing = RefListing::read(repo)?;
-        self.rebuilds.inc();
-        let snapshot = match previous {
-            Some(previous) if previous.version == listing.version => previous,
-            _ => self.snapshots.get_or_build(repo, listing),
+        let files = stamp
+            .all_packed()
+            .then(|| ref_files_hash(&self.path))
+            .flatten();
+        let known = files.and_then(|key| self.snapshots.by_files(key));
+        let snapshot = match known {
+            Some(snapshot) => snapshot,
+            None => {
+                let listing = RefListing::read(repo).inspect_err(|_| self.signal.keep_dirty())?;
+                self.rebuilds.inc();
+                let snapshot = match previous {
+                    Some(previous) if previous.version == listing.version => previous,
+                    _ => self.snapshots.get_or_build(repo, listing),
+                };
+                if let Some(key) = files {
+                    self.snapshots.remember_files(key, &snapshot);
+                }
+                snapshot
+            }
         };
         *cached = Some(CachedRefs {
             snapshot: Arc::clone(&snapshot),
             stamp,
             checked: Instant::now(),
+            watched,
         });
         Ok(snapshot)
     }

@@ -13,12 +13,13 @@
 //! own (it was pushed to) keeps its own store, which maps the alternate's packs again, and so
 //! does a repository with replacement refs (they are applied inside its store).
 
+use super::pool::{Budget, Pool};
 use prometheus_client::metrics::counter::Counter;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
-/// Warm object handles kept per store.
+/// Warm object handles kept per store (and at most `max-warm-handles` over all stores).
 const MAX_WARM_HANDLES: usize = 8;
 
 /// Where a repository's objects come from.
@@ -138,32 +139,46 @@ fn single_alternate(objects_dir: &Path) -> Option<PathBuf> {
 /// An opened object store and its warm handles.
 pub(super) struct SharedStore {
     pub store: Arc<gix::odb::Store>,
-    warm: Mutex<Vec<gix::OdbHandle>>,
+    warm: Arc<Pool<gix::OdbHandle>>,
 }
 
 impl SharedStore {
+    fn new(store: Arc<gix::odb::Store>, budget: &Arc<Budget>) -> Arc<SharedStore> {
+        Arc::new(SharedStore {
+            store,
+            warm: Pool::new(budget, MAX_WARM_HANDLES),
+        })
+    }
+
     /// A warm handle, if one is free.
     pub fn checkout(&self) -> Option<gix::OdbHandle> {
-        self.warm.lock().unwrap_or_else(|e| e.into_inner()).pop()
+        self.warm.take()
     }
 
     pub fn checkin(&self, handle: gix::OdbHandle) {
-        let mut warm = self.warm.lock().unwrap_or_else(|e| e.into_inner());
-        if warm.len() < MAX_WARM_HANDLES {
-            warm.push(handle);
-        }
+        self.warm.put(handle);
     }
 }
 
 /// The object stores of all repositories, by source (kept across reloads).
-#[derive(Default)]
 pub struct ObjectStores {
     stores: Mutex<HashMap<PathBuf, Weak<SharedStore>>>,
     /// Distinct object stores opened (a metric).
     pub opened: Counter,
+    /// The bound on warm object handles (with their caches) over all stores.
+    pub budget: Arc<Budget>,
 }
 
 impl ObjectStores {
+    /// No stores yet; at most `max_warm` warm object handles over all of them.
+    pub fn new(max_warm: usize) -> ObjectStores {
+        ObjectStores {
+            stores: Mutex::default(),
+            opened: Counter::default(),
+            budget: Budget::new(max_warm),
+        }
+    }
+
     /// The store for `source`; opened from `own` (the repository's own, not yet used store)
     /// when the source is the repository's own directory, else at the source directory.
     pub(super) fn get(
@@ -173,10 +188,7 @@ impl ObjectStores {
     ) -> std::io::Result<Arc<SharedStore>> {
         if source.private {
             self.opened.inc();
-            return Ok(Arc::new(SharedStore {
-                store: own.clone(),
-                warm: Mutex::new(Vec::new()),
-            }));
+            return Ok(SharedStore::new(own.clone(), &self.budget));
         }
         let mut stores = self.stores.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(shared) = stores.get(&source.key).and_then(Weak::upgrade) {
@@ -195,10 +207,7 @@ impl ObjectStores {
         } else {
             own.clone()
         };
-        let shared = Arc::new(SharedStore {
-            store,
-            warm: Mutex::new(Vec::new()),
-        });
+        let shared = SharedStore::new(store, &self.budget);
         stores.retain(|_, s| s.strong_count() > 0);
         stores.insert(source.key.clone(), Arc::downgrade(&shared));
         self.opened.inc();

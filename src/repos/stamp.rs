@@ -22,6 +22,8 @@ const RACY_SECONDS: i64 = 1;
 pub(super) struct RefStamp {
     entries: Vec<(u64, i64, i64, u64)>,
     racy: bool,
+    /// Whether some file (a loose ref) was found below refs/.
+    loose: bool,
 }
 
 impl PartialEq for RefStamp {
@@ -42,11 +44,22 @@ impl RefStamp {
         })?;
         let mut entries = vec![key(&head)];
         entries.push(fs::metadata(git_dir.join("packed-refs")).map_or((0, 0, 0, 0), |m| key(&m)));
-        collect_dirs(&git_dir.join("refs"), &mut entries);
+        let mut loose = false;
+        collect_dirs(&git_dir.join("refs"), &mut entries, &mut loose);
         let racy = entries
             .iter()
             .any(|&(_, mtime, _, _)| mtime >= taken - RACY_SECONDS);
-        Ok(RefStamp { entries, racy })
+        Ok(RefStamp {
+            entries,
+            racy,
+            loose,
+        })
+    }
+
+    /// Whether the refs are all in `HEAD` and `packed-refs` (no loose ref was found): then
+    /// those two files' bytes say everything about them.
+    pub(super) fn all_packed(&self) -> bool {
+        !self.loose
     }
 
     /// Whether something in the stamp changed so close to the moment it was taken that a change
@@ -67,7 +80,7 @@ fn key(m: &fs::Metadata) -> (u64, i64, i64, u64) {
     (m.ino(), m.mtime(), m.mtime_nsec(), m.size())
 }
 
-fn collect_dirs(dir: &Path, out: &mut Vec<(u64, i64, i64, u64)>) {
+fn collect_dirs(dir: &Path, out: &mut Vec<(u64, i64, i64, u64)>, loose: &mut bool) {
     let Ok(meta) = fs::metadata(dir) else {
         return;
     };
@@ -77,7 +90,9 @@ fn collect_dirs(dir: &Path, out: &mut Vec<(u64, i64, i64, u64)>) {
     };
     for entry in entries.filter_map(Result::ok) {
         if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            collect_dirs(&entry.path(), out);
+            collect_dirs(&entry.path(), out, loose);
+        } else {
+            *loose = true;
         }
     }
 }
