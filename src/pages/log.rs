@@ -405,6 +405,7 @@ fn build_query<'a>(
         path: ctx.req.path.as_ref().map(|p| p.as_bstr()),
         follow: following(ctx),
         bloom: ctx.state.bloom(),
+        commits: ctx.state.commit_index(&ctx.refs),
         walks: Some(&*ctx.site.walks),
         filter,
         order,

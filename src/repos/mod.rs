@@ -1,6 +1,7 @@
 //! Resident repository state: each configured repository opened once with gix, a pool of warm
 //! handles, and the ref snapshot kept fresh by cheap change detection.
 
+mod commits;
 mod digest;
 mod objects;
 mod refs;
@@ -12,6 +13,7 @@ pub use refs::{Branch, Decoration, DecorationKind, RefEntry, RefListing, RefSnap
 
 use crate::config::{Config, RepoConfig};
 use crate::git::commit_graph::BloomFilters;
+use crate::git::commit_index::CommitIndex;
 use prometheus_client::metrics::counter::Counter;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -209,13 +211,26 @@ impl RepoState {
         &self.git.path
     }
 
+    /// The commit index of this repository's object store as it is now; when it lacks tips
+    /// of `refs`, a background build adds them (see `commits.rs`).
+    pub fn commit_index(&self, refs: &RefSnapshot) -> Option<Arc<CommitIndex>> {
+        let opened = self.git.opened()?;
+        opened.store.commits.get(refs, &opened.repo)
+    }
+
+    /// Whether the commit index holds every tip of the current refs, as far as that is
+    /// known without a git handle.
+    pub fn commit_index_ready(&self) -> bool {
+        let version = self.refs_version();
+        let opened = self.git.opened();
+        version
+            .zip(opened)
+            .is_some_and(|(v, o)| o.store.commits.covers(v))
+    }
+
     /// The objects directory whose (shared) store serves this repository, once opened.
     pub fn object_source(&self) -> Option<PathBuf> {
-        let opened = self.git.opened.lock().unwrap_or_else(|e| e.into_inner());
-        match opened.as_ref() {
-            Some(Ok(o)) => Some(o.source.key.clone()),
-            _ => None,
-        }
+        Some(self.git.opened()?.source.key.clone())
     }
 }
 
@@ -309,6 +324,12 @@ impl GitRepo {
             refs: Mutex::new(None),
             bloom: Mutex::new(None),
         }
+    }
+
+    /// The repository as opened last, if it was.
+    fn opened(&self) -> Option<Arc<Opened>> {
+        let opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
+        opened.as_ref()?.as_ref().ok().cloned()
     }
 
     fn open_now(&self, generation: u64) -> Result<Arc<Opened>, RepoError> {

@@ -13,6 +13,7 @@
 //! own (it was pushed to) keeps its own store, which maps the alternate's packs again, and so
 //! does a repository with replacement refs (they are applied inside its store).
 
+use super::commits::{IndexMetrics, IndexSlot};
 use prometheus_client::metrics::counter::Counter;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -135,10 +136,11 @@ fn single_alternate(objects_dir: &Path) -> Option<PathBuf> {
     path.is_dir().then_some(path)
 }
 
-/// An opened object store and its warm handles.
+/// An opened object store, its warm handles and its commit index.
 pub(super) struct SharedStore {
     pub store: Arc<gix::odb::Store>,
     warm: Mutex<Vec<gix::OdbHandle>>,
+    pub commits: Arc<IndexSlot>,
 }
 
 impl SharedStore {
@@ -161,6 +163,8 @@ pub struct ObjectStores {
     stores: Mutex<HashMap<PathBuf, Weak<SharedStore>>>,
     /// Distinct object stores opened (a metric).
     pub opened: Counter,
+    /// The commit indexes' metrics.
+    pub commit_indexes: IndexMetrics,
 }
 
 impl ObjectStores {
@@ -176,6 +180,7 @@ impl ObjectStores {
             return Ok(Arc::new(SharedStore {
                 store: own.clone(),
                 warm: Mutex::new(Vec::new()),
+                commits: Arc::new(IndexSlot::new(self.commit_indexes.clone())),
             }));
         }
         let mut stores = self.stores.lock().unwrap_or_else(|e| e.into_inner());
@@ -198,6 +203,7 @@ impl ObjectStores {
         let shared = Arc::new(SharedStore {
             store,
             warm: Mutex::new(Vec::new()),
+            commits: Arc::new(IndexSlot::new(self.commit_indexes.clone())),
         });
         stores.retain(|_, s| s.strong_count() > 0);
         stores.insert(source.key.clone(), Arc::downgrade(&shared));
