@@ -277,3 +277,33 @@ fn a_ready_index_makes_deep_logs_cheap_and_follows_pushes() {
     let page = server.page("/r/log/?ofs=1");
     assert!(page.contains(&format!("id={}", second.trim())), "{page}");
 }
+
+#[test]
+fn ancestry_from_the_index_is_gits() {
+    let repo = open(&HISTORY);
+    let index = CommitIndex::load(&repo, &tips(&HISTORY)).unwrap();
+    let all: Vec<ObjectId> = git(&HISTORY, &["rev-list", "--all"])
+        .lines()
+        .map(|l| ObjectId::from_hex(l.as_bytes()).unwrap())
+        .collect();
+    let (mut yes, mut no) = (0, 0);
+    for of in &all {
+        let ancestors: std::collections::HashSet<ObjectId> =
+            git(&HISTORY, &["rev-list", &of.to_string()])
+                .lines()
+                .map(|l| ObjectId::from_hex(l.as_bytes()).unwrap())
+                .collect();
+        for a in &all {
+            let known = index.is_ancestor(a, of).unwrap();
+            assert_eq!(known, ancestors.contains(a), "{a} of {of}");
+            if known {
+                yes += 1
+            } else {
+                no += 1
+            }
+            let via_log = cgitd::git::log::is_ancestor(&repo, Some(&index), *a, *of).unwrap();
+            assert_eq!(via_log, known);
+        }
+    }
+    assert!(yes > 100 && no > 100, "{yes} {no}");
+}

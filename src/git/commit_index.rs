@@ -235,6 +235,32 @@ impl CommitIndex {
         }
     }
 
+    /// Whether `ancestor` is `of` or one of its ancestors; `None` when either is not in the
+    /// index. Walks down from `of` only as far as commits of a higher generation than
+    /// `ancestor` (no ancestor of a commit has a generation as high as its own).
+    pub fn is_ancestor(&self, ancestor: &oid, of: &oid) -> Option<bool> {
+        let target = self.position(ancestor)?;
+        let floor = self.generation(target);
+        let mut seen = vec![0u64; self.len().div_ceil(64)];
+        let mut stack = vec![self.position(of)?];
+        while let Some(pos) = stack.pop() {
+            if pos == target {
+                return Some(true);
+            }
+            if self.generation(pos) <= floor {
+                continue;
+            }
+            for parent in self.parents(pos) {
+                let (word, bit) = (parent as usize / 64, 1u64 << (parent % 64));
+                if seen[word] & bit == 0 {
+                    seen[word] |= bit;
+                    stack.push(parent);
+                }
+            }
+        }
+        Some(false)
+    }
+
     /// The commits reachable from `tips`, newest committer time first, in exactly the order
     /// of gix's (and so the log's) commit-time walk; `None` when a tip is not in the index.
     pub fn newest_first(self: &Arc<Self>, tips: &[ObjectId]) -> Option<NewestFirst> {

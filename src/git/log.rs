@@ -318,14 +318,19 @@ fn cached_query(
     })
 }
 
-/// Whether `ancestor` is `of` or one of its ancestors.
+/// Whether `ancestor` is `of` or one of its ancestors: from the commit index when it holds
+/// both, else by a merge base.
 pub fn is_ancestor(
     repo: &gix::Repository,
+    commits: Option<&CommitIndex>,
     ancestor: ObjectId,
     of: ObjectId,
 ) -> Result<bool, GitError> {
     if ancestor == of {
         return Ok(true);
+    }
+    if let Some(known) = commits.and_then(|index| index.is_ancestor(&ancestor, &of)) {
+        return Ok(known);
     }
     let base = repo.merge_base(ancestor, of).map_err(GitError::internal)?;
     Ok(base.is_some_and(|b| b.detach() == ancestor))
