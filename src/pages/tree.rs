@@ -14,6 +14,8 @@ use gix::objs::tree::EntryMode;
 
 /// Rows of a listing shown at most.
 const MAX_ROWS: usize = 3000;
+/// About what one listing row takes in HTML (git.git's root: 245 bytes a row).
+const ROW_BYTES: usize = 256;
 /// Directories looked into for single-child chains, at most.
 const MAX_CHAIN_LOOKUPS: usize = 300;
 /// Blobs larger than this are not read for display at all.
@@ -120,7 +122,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let html = match gtree::find(ctx.repo, root, path)? {
         Some(Found::Tree(id)) => {
             let body = listing(ctx, &links, id, path)?;
-            frame::wrap(ctx.site, &frame, &body)?
+            frame::wrap_sized(ctx.site, &frame, &body, body.rows.len() * ROW_BYTES)?
         }
         Some(Found::Blob { id, .. }) => {
             let body = blob_view(ctx, &links, id, path)?;

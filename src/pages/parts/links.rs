@@ -8,14 +8,14 @@ fn always_escaped(b: u8) -> bool {
     b <= 0x20 || b >= 0x7f || b"\"#%'<=>?\\^`{|}".contains(&b)
 }
 
-/// `bytes` with every byte `escaped` says so written as `%xx` (and, for arguments, space as
-/// `+`); bytes that need nothing (ids, most paths) are copied in one go.
-fn escape_with(bytes: &[u8], escaped: impl Fn(u8) -> bool, space_as_plus: bool) -> String {
-    let Some(first) = bytes.iter().position(|&b| escaped(b)) else {
-        // Only ASCII below 0x7f is left unescaped, so this is UTF-8.
-        return String::from_utf8_lossy(bytes).into_owned();
-    };
-    let mut out = String::with_capacity(bytes.len() + 16);
+/// Appends `bytes` to `out` with every byte `escaped` says so written as `%xx` (and, for
+/// arguments, space as `+`); bytes that need nothing (ids, most paths) are copied in one go.
+fn escape_into(out: &mut String, bytes: &[u8], escaped: impl Fn(u8) -> bool, space_as_plus: bool) {
+    let first = bytes
+        .iter()
+        .position(|&b| escaped(b))
+        .unwrap_or(bytes.len());
+    // Only ASCII below 0x7f is left unescaped, so this is UTF-8.
     out.push_str(&String::from_utf8_lossy(&bytes[..first]));
     for &b in &bytes[first..] {
         if space_as_plus && b == b' ' {
@@ -26,17 +26,24 @@ fn escape_with(bytes: &[u8], escaped: impl Fn(u8) -> bool, space_as_plus: bool) 
             out.push(b as char);
         }
     }
-    out
+}
+
+fn arg_escaped(b: u8) -> bool {
+    always_escaped(b) || b == b'+' || b == b'&'
 }
 
 /// cgit's URL-path escaper: `+` and `&` stay as they are.
 pub fn escape_path(bytes: &[u8]) -> String {
-    escape_with(bytes, always_escaped, false)
+    let mut out = String::with_capacity(bytes.len() + 8);
+    escape_into(&mut out, bytes, always_escaped, false);
+    out
 }
 
 /// cgit's URL-argument escaper: space becomes `+`; `+` and `&` are escaped.
 pub fn escape_arg(bytes: &[u8]) -> String {
-    escape_with(bytes, |b| always_escaped(b) || b == b'+' || b == b'&', true)
+    let mut out = String::with_capacity(bytes.len() + 8);
+    escape_into(&mut out, bytes, arg_escaped, true);
+    out
 }
 
 /// Builds links for one repository under one virtual root.
@@ -61,22 +68,34 @@ impl<'a> RepoLinks<'a> {
         head: Option<&str>,
         args: &[(&str, &str)],
     ) -> String {
-        let mut url = self.summary();
-        url.push_str(page);
-        url.push('/');
-        if let Some(path) = path {
-            url.push_str(&escape_path(path));
-        }
         let head = head.filter(|h| *h != self.defbranch);
         let all = head
             .map(|h| ("h", h))
             .into_iter()
             .chain(args.iter().copied());
+        // one allocation for the usual link (no byte that needs escaping)
+        let args_len: usize = all.clone().map(|(n, v)| n.len() + v.len() + 2).sum();
+        let mut url = String::with_capacity(
+            self.vroot.len()
+                + self.repo_url.len()
+                + page.len()
+                + path.map_or(0, <[u8]>::len)
+                + args_len
+                + 8,
+        );
+        url.push_str(self.vroot);
+        escape_into(&mut url, self.repo_url.as_bytes(), always_escaped, false);
+        url.push('/');
+        url.push_str(page);
+        url.push('/');
+        if let Some(path) = path {
+            escape_into(&mut url, path, always_escaped, false);
+        }
         for (i, (name, value)) in all.enumerate() {
             url.push(if i == 0 { '?' } else { '&' });
             url.push_str(name);
             url.push('=');
-            url.push_str(&escape_arg(value.as_bytes()));
+            escape_into(&mut url, value.as_bytes(), arg_escaped, true);
         }
         url
     }
