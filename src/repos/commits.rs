@@ -1,6 +1,6 @@
 //! The commit index of each object store ([`CommitIndex`]): the commits belong to the object
-//! database, so every repository a store serves uses one index. It is loaded or built on a
-//! thread of its own, never by a request, and extended (from the new tips only) when a
+//! database, so every repository a store serves uses one index. It is loaded or built on one
+//! thread for all stores (one build at a time), never by a request, and extended (from the new tips only) when a
 //! repository's refs name commits it lacks; until then readers use the index they find and
 //! walk the objects for tips it does not hold.
 
@@ -9,7 +9,8 @@ use crate::git::commit_index::CommitIndex;
 use gix::ObjectId;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Ref versions remembered as held by an index (forks with refs of their own each add one).
 const MAX_COVERED: usize = 64;
@@ -85,9 +86,9 @@ impl IndexSlot {
         };
         if state.building.is_some() {
             state.pending = Some(work);
-        } else {
+        } else if self.queue(work) {
+            // (the builder locks the state before it starts, so it sees this)
             state.building = Some(version);
-            self.spawn(work);
         }
         current
     }
@@ -101,14 +102,9 @@ impl IndexSlot {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn spawn(self: &Arc<Self>, work: Work) {
-        let slot = Arc::clone(self);
-        let spawned = std::thread::Builder::new()
-            .name("commit-index".into())
-            .spawn(move || slot.build_all(work));
-        if spawned.is_err() {
-            self.lock().building = None;
-        }
+    /// Hands `work` to the builder thread; false when there is none.
+    fn queue(self: &Arc<Self>, work: Work) -> bool {
+        builder().send((Arc::clone(self), work)).is_ok()
     }
 
     /// Builds for `work`, then for whatever arrived meanwhile.
@@ -165,6 +161,26 @@ impl IndexSlot {
             }
         }
     }
+}
+
+/// The one thread that builds commit indexes, one at a time, whatever the number of
+/// repositories whose first pages arrive at once (each build is a walk of a whole history).
+fn builder() -> &'static Sender<(Arc<IndexSlot>, Work)> {
+    static BUILDER: OnceLock<Sender<(Arc<IndexSlot>, Work)>> = OnceLock::new();
+    BUILDER.get_or_init(|| {
+        let (send, receive) = std::sync::mpsc::channel::<(Arc<IndexSlot>, Work)>();
+        let spawned = std::thread::Builder::new()
+            .name("commit-index".into())
+            .spawn(move || {
+                for (slot, work) in receive {
+                    slot.build_all(work);
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("no commit index thread: {e}");
+        }
+        send
+    })
 }
 
 impl SlotState {
