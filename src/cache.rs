@@ -224,7 +224,9 @@ impl ObjectSizes {
         id: gix::ObjectId,
         read: impl FnOnce() -> Result<u64, E>,
     ) -> Result<u64, E> {
-        if let Some(size) = self.lock().get(&id) {
+        // (`peek`: a size never changes, so entries leave in the order they came, and a
+        // lookup writes nothing)
+        if let Some(size) = self.lock().peek(&id) {
             return Ok(*size);
         }
         let size = read()?;

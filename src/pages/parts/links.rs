@@ -3,9 +3,27 @@
 
 use std::fmt::Write;
 
+/// Bytes cgit escapes in both paths and query arguments, as a table (this is asked for
+/// every byte of every link).
+const ALWAYS_ESCAPED: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = b <= 0x20 || b >= 0x7f;
+        b += 1;
+    }
+    let special = b"\"#%'<=>?\\^`{|}";
+    let mut i = 0;
+    while i < special.len() {
+        table[special[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
 /// Bytes cgit escapes in both paths and query arguments.
 fn always_escaped(b: u8) -> bool {
-    b <= 0x20 || b >= 0x7f || b"\"#%'<=>?\\^`{|}".contains(&b)
+    ALWAYS_ESCAPED[usize::from(b)]
 }
 
 /// Appends `bytes` to `out` with every byte `escaped` says so written as `%xx` (and, for
@@ -16,7 +34,10 @@ fn escape_into(out: &mut String, bytes: &[u8], escaped: impl Fn(u8) -> bool, spa
         .position(|&b| escaped(b))
         .unwrap_or(bytes.len());
     // Only ASCII below 0x7f is left unescaped, so this is UTF-8.
-    out.push_str(&String::from_utf8_lossy(&bytes[..first]));
+    match std::str::from_utf8(&bytes[..first]) {
+        Ok(text) => out.push_str(text),
+        Err(_) => out.push_str(&String::from_utf8_lossy(&bytes[..first])),
+    }
     for &b in &bytes[first..] {
         if space_as_plus && b == b' ' {
             out.push('+');
@@ -116,6 +137,16 @@ pub fn with_args(base: &str, args: &[(&str, &str)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_table_escapes_controls_non_ascii_and_cgits_specials() {
+        let specials = b"\"#%'<=>?\\^`{|}";
+        for b in 0..=255u8 {
+            let want = b <= 0x20 || b >= 0x7f || specials.contains(&b);
+            assert_eq!(always_escaped(b), want, "{b:#x}");
+        }
+        assert!(!always_escaped(b'a') && !always_escaped(b'/') && always_escaped(b'"'));
+    }
 
     #[test]
     fn escaping_matches_cgit() {
