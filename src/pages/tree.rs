@@ -155,8 +155,12 @@ fn listing(
     let omitted = entries.len().saturating_sub(MAX_ROWS);
     let mut chain_lookups = 0;
     let mut rows = Vec::with_capacity(entries.len().min(MAX_ROWS));
+    // each entry's path: the directory's, then the name (one buffer for all rows)
+    let mut full = join(dir, b"");
+    let dir_len = full.len();
     for e in entries.iter().take(MAX_ROWS) {
-        let full = join(dir, &e.name);
+        full.truncate(dir_len);
+        full.extend_from_slice(&e.name);
         let row = if e.mode.is_tree() {
             let chain = if chain_lookups < MAX_CHAIN_LOOKUPS {
                 chain_lookups += 1;
