@@ -137,7 +137,7 @@ fn log_pages_over_the_index_are_the_pages_over_the_objects() {
     }
     // the whole walk is git's list of the commits (its order may differ among equal times)
     let mut walked: Vec<String> = index
-        .newest_first(&[head(&HISTORY)])
+        .newest_first(&[head(&HISTORY)], None)
         .unwrap()
         .map(|p| index.id(p).to_string())
         .collect();
@@ -148,6 +148,44 @@ fn log_pages_over_the_index_are_the_pages_over_the_objects() {
     walked.sort();
     listed.sort();
     assert_eq!(walked, listed);
+}
+
+#[test]
+fn since_limited_walks_over_the_index_are_the_same() {
+    let repo = open(&HISTORY);
+    let index = Arc::new(CommitIndex::load(&repo, &tips(&HISTORY)).unwrap());
+    // the history's times run from 00:00 to 00:09 in steps of a minute
+    let start = 1_704_067_200; // 2024-01-01T00:00:00Z
+    for since in [
+        start - 60,
+        start,
+        start + 60,
+        start + 300,
+        start + 539,
+        start + 600,
+    ] {
+        let page = |commits: Option<Arc<CommitIndex>>| {
+            let q = LogQuery {
+                tips: tips(&HISTORY),
+                commits,
+                since: Some(since),
+                count: 1000,
+                ..LogQuery::default()
+            };
+            let ids: Vec<ObjectId> = query(&repo, &q)
+                .unwrap()
+                .commits
+                .iter()
+                .map(|c| c.id)
+                .collect();
+            ids
+        };
+        let listed = page(Some(Arc::clone(&index)));
+        assert_eq!(listed, page(None), "since {since}");
+        if since == start + 300 {
+            assert!(!listed.is_empty() && listed.len() < index.len());
+        }
+    }
 }
 
 #[test]

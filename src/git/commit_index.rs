@@ -262,12 +262,18 @@ impl CommitIndex {
     }
 
     /// The commits reachable from `tips`, newest committer time first, in exactly the order
-    /// of gix's (and so the log's) commit-time walk; `None` when a tip is not in the index.
-    pub fn newest_first(self: &Arc<Self>, tips: &[ObjectId]) -> Option<NewestFirst> {
+    /// of gix's (and so the log's) commit-time walk; with `since`, commits older than that are
+    /// neither listed nor walked past (git's `--since`). `None` when a tip is not in the index.
+    pub fn newest_first(
+        self: &Arc<Self>,
+        tips: &[ObjectId],
+        since: Option<i64>,
+    ) -> Option<NewestFirst> {
         let mut walk = NewestFirst {
             index: Arc::clone(self),
             queue: BinaryHeap::with_capacity(16),
             seen: vec![0; self.len().div_ceil(64)],
+            cutoff: since.unwrap_or(i64::MIN),
         };
         for tip in tips {
             let pos = self.position(tip)?;
@@ -476,6 +482,8 @@ pub struct NewestFirst {
     queue: BinaryHeap<ByTime>,
     /// One bit per position: queued once already.
     seen: Vec<u64>,
+    /// Commits older than this are not queued.
+    cutoff: i64,
 }
 
 impl NewestFirst {
@@ -485,19 +493,32 @@ impl NewestFirst {
     }
 
     fn enqueue(&mut self, pos: u32) {
-        enqueue(&self.index, &mut self.seen, &mut self.queue, pos);
+        enqueue(
+            &self.index,
+            &mut self.seen,
+            &mut self.queue,
+            self.cutoff,
+            pos,
+        );
     }
 }
 
-/// Queues `pos` unless it was queued before.
-fn enqueue(index: &CommitIndex, seen: &mut [u64], queue: &mut BinaryHeap<ByTime>, pos: u32) {
+/// Queues `pos` unless it was seen before or is older than `cutoff` (it counts as seen then
+/// too, as in gix's walk).
+fn enqueue(
+    index: &CommitIndex,
+    seen: &mut [u64],
+    queue: &mut BinaryHeap<ByTime>,
+    cutoff: i64,
+    pos: u32,
+) {
     let (word, bit) = (pos as usize / 64, 1u64 << (pos % 64));
     if seen[word] & bit == 0 {
         seen[word] |= bit;
-        queue.push(ByTime {
-            time: index.time(pos),
-            pos,
-        });
+        let time = index.time(pos);
+        if time >= cutoff {
+            queue.push(ByTime { time, pos });
+        }
     }
 }
 
@@ -507,7 +528,13 @@ impl Iterator for NewestFirst {
     fn next(&mut self) -> Option<u32> {
         let ByTime { pos, .. } = self.queue.pop()?;
         for parent in self.index.parents(pos) {
-            enqueue(&self.index, &mut self.seen, &mut self.queue, parent);
+            enqueue(
+                &self.index,
+                &mut self.seen,
+                &mut self.queue,
+                self.cutoff,
+                parent,
+            );
         }
         Some(pos)
     }

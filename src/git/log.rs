@@ -547,9 +547,8 @@ fn ids<'r>(
     since: Option<i64>,
 ) -> Result<Box<dyn Iterator<Item = Result<ObjectId, GitError>> + 'r>, GitError> {
     let (tips, hidden) = (&q.tips, &q.hidden);
-    if let (Order::Default, None, true, Some(index)) =
-        (order, since, hidden.is_empty(), q.commits.as_ref())
-        && let Some(mut walk) = index.newest_first(tips)
+    if let (Order::Default, true, Some(index)) = (order, hidden.is_empty(), q.commits.as_ref())
+        && let Some(mut walk) = index.newest_first(tips, since)
     {
         return Ok(Box::new(std::iter::from_fn(move || {
             let pos = walk.next()?;
