@@ -11,7 +11,9 @@
 # usage: bench/crawler.sh [REPO]   REPO: any git directory; default: the git.git-shaped corpus
 #                                  bench/compare.sh builds (bench/make-corpus.py)
 # env:   DUR=20, CONNS=32, URLS=200000, ONLY=cgit|cgitd, CGITD=path (binary to use instead of
-#        building target/release/cgitd), CGIT_PORT=8381, CGITD_PORT=8382, STATE=/tmp/cgitd-crawl
+#        building target/release/cgitd), CGIT_PORT=8381, CGITD_PORT=8382, STATE=/tmp/cgitd-crawl,
+#        EXTRA_RC (cgitrc lines for cgitd, e.g. 'access-log=1' to find the URLs of odd answers
+#        in $STATE/cgitd.out)
 # Only 127.0.0.1 is ever contacted; every load run is bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,15 +24,19 @@ mkdir -p "$STATE"
 . bench/lib.sh
 REPO=$(bench_repo "${1:-}")
 prepare_tools
-printf 'virtual-root=/\nrepo.url=git\nrepo.path=%s\n' "$REPO" > "$STATE/cgitrc"
+printf '%s\nvirtual-root=/\nrepo.url=git\nrepo.path=%s\n' "${EXTRA_RC:-}" "$REPO" > "$STATE/cgitrc"
 : > "$STATE/extra.rc"
 start_systems "$REPO" "$STATE/extra.rc" "$STATE/cgitrc"
+# the repository's first page starts its commit index, built while the URLs are made
+[ -z "$CGITD_PID" ] || curl -sf -o /dev/null "http://127.0.0.1:$CGITD_PORT/git/" || true
 
 # The URLs: commits at random, files of a few hundred random commits.
 g() { git --git-dir="$REPO" "$@"; }
 g rev-list HEAD > "$STATE/commits.txt"
 for c in $(shuf -n 200 --random-source=<(yes) "$STATE/commits.txt"); do
-    g ls-tree -r --format='%(objecttype) %(path)' "$c" 2>/dev/null | awk -v c="$c" '$1=="blob"{print c, $2}' | shuf -n 50 --random-source=<(yes)
+    # (tab-separated and unquoted: paths may hold spaces and any byte)
+    g -c core.quotePath=false ls-tree -r --format='%(objecttype)%x09%(path)' "$c" 2>/dev/null |
+        awk -F'\t' -v c="$c" '$1=="blob"{print c, $2}' | shuf -n 50 --random-source=<(yes)
 done > "$STATE/files.txt"
 python3 - "$STATE" "$URLS" > "$STATE/urls.txt" <<'PY'
 import random, sys, urllib.parse

@@ -199,7 +199,8 @@ impl WalkCache {
 /// mean inflating the start of its delta). Sizes never change for an id, in any repository.
 #[derive(Debug)]
 pub struct ObjectSizes {
-    entries: Mutex<LruCache<gix::ObjectId, u64>>,
+    /// Hashed by the ids' first bytes (they are hashes already), not by SipHash.
+    entries: Mutex<LruCache<gix::ObjectId, u64, gix::hashtable::hash::Builder>>,
 }
 
 /// Sizes remembered at once (about 8 MiB).
@@ -208,8 +209,9 @@ const SIZES: usize = 100_000;
 impl Default for ObjectSizes {
     fn default() -> Self {
         ObjectSizes {
-            entries: Mutex::new(LruCache::new(
+            entries: Mutex::new(LruCache::with_hasher(
                 std::num::NonZeroUsize::new(SIZES).expect("non-zero"),
+                gix::hashtable::hash::Builder,
             )),
         }
     }
@@ -222,7 +224,9 @@ impl ObjectSizes {
         id: gix::ObjectId,
         read: impl FnOnce() -> Result<u64, E>,
     ) -> Result<u64, E> {
-        if let Some(size) = self.lock().get(&id) {
+        // (`peek`: a size never changes, so entries leave in the order they came, and a
+        // lookup writes nothing)
+        if let Some(size) = self.lock().peek(&id) {
             return Ok(*size);
         }
         let size = read()?;
@@ -230,7 +234,10 @@ impl ObjectSizes {
         Ok(size)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<gix::ObjectId, u64>> {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, LruCache<gix::ObjectId, u64, gix::hashtable::hash::Builder>>
+    {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

@@ -83,6 +83,9 @@ const PAGES: &[&str] = &[
     "/r/tag/?h=v1.0",
     "/r/atom/",
     "/r/patch/",
+    "/r/commit/",
+    "/r/commit/?id=v1.0",
+    "/r/diff/",
 ];
 
 #[test]
@@ -242,10 +245,10 @@ fn errors_are_not_kept() {
 fn uncached_pages_are_compressed_in_one_piece() {
     let (_dir, rc, _work) = site("rc-uncached");
     let server = Server::start(&rc);
-    let plain = server.get("/r/commit/");
+    let plain = server.get("/r/rawdiff/");
     assert_eq!(plain.status, 200);
     for coding in ["gzip", "br", "zstd"] {
-        let r = server.request("GET", "/r/commit/", &[("Accept-Encoding", coding)]);
+        let r = server.request("GET", "/r/rawdiff/", &[("Accept-Encoding", coding)]);
         assert_eq!(r.header("content-encoding"), Some(coding));
         assert!(
             r.header("content-length").is_some(),
@@ -253,7 +256,7 @@ fn uncached_pages_are_compressed_in_one_piece() {
         );
         assert_eq!(decode(coding, &r.body), plain.body, "{coding}");
     }
-    assert_eq!(hits(&server), 0, "commit pages are not kept");
+    assert_eq!(hits(&server), 0, "rawdiff pages are not kept");
 }
 
 #[test]

@@ -2,6 +2,7 @@
 
 use super::commit::{CommitInfo, Person, read_commit};
 use super::commit_graph::BloomFilters;
+use super::commit_index::CommitIndex;
 use super::error::GitError;
 use super::tree::entry_at;
 use gix::ObjectId;
@@ -196,6 +197,8 @@ pub struct LogQuery<'a> {
     pub follow: bool,
     /// The commit-graph's changed-path filters, to skip tree reads in path walks.
     pub bloom: Option<Arc<BloomFilters>>,
+    /// The commits of the object database, to walk history without reading commits.
+    pub commits: Option<Arc<CommitIndex>>,
     /// Where unfiltered walks are remembered for deeper pages.
     pub walks: Option<&'a dyn WalkMemo>,
     pub filter: Option<Filter>,
@@ -315,14 +318,19 @@ fn cached_query(
     })
 }
 
-/// Whether `ancestor` is `of` or one of its ancestors.
+/// Whether `ancestor` is `of` or one of its ancestors: from the commit index when it holds
+/// both, else by a merge base.
 pub fn is_ancestor(
     repo: &gix::Repository,
+    commits: Option<&CommitIndex>,
     ancestor: ObjectId,
     of: ObjectId,
 ) -> Result<bool, GitError> {
     if ancestor == of {
         return Ok(true);
+    }
+    if let Some(known) = commits.and_then(|index| index.is_ancestor(&ancestor, &of)) {
+        return Ok(known);
     }
     let base = repo.merge_base(ancestor, of).map_err(GitError::internal)?;
     Ok(base.is_some_and(|b| b.detach() == ancestor))
@@ -352,6 +360,7 @@ fn rewritten_path_query(
         Some(reachable(repo, q, &mut budget)?)
     };
     let mut walk = PathWalk::new(repo, path, q.bloom.as_deref(), allowed, q.since);
+    walk.commits = q.commits.as_deref();
     walk.record = Some(Vec::new());
     for tip in &q.tips {
         walk.push(*tip)?;
@@ -484,7 +493,7 @@ fn for_each_id(
         .filter(|p| super::tree::components(p).next().is_some())
     {
         None => {
-            for id in ids(repo, &q.tips, &q.hidden, q.order, q.since)? {
+            for id in ids(repo, q, q.order, q.since)? {
                 if !budget.spend() || sink(id?)? {
                     break;
                 }
@@ -497,6 +506,7 @@ fn for_each_id(
                 Some(reachable(repo, q, budget)?)
             };
             let mut walk = PathWalk::new(repo, path, q.bloom.as_deref(), allowed, q.since);
+            walk.commits = q.commits.as_deref();
             walk.follow = q.follow;
             for tip in &q.tips {
                 walk.push(*tip)?;
@@ -518,7 +528,7 @@ fn reachable(
     budget: &mut Budget,
 ) -> Result<HashSet<ObjectId>, GitError> {
     let mut set = HashSet::new();
-    for id in ids(repo, &q.tips, &q.hidden, Order::Default, q.since)? {
+    for id in ids(repo, q, Order::Default, q.since)? {
         if !budget.spend() {
             break;
         }
@@ -528,14 +538,23 @@ fn reachable(
 }
 
 /// Commit ids from the tips, minus the ancestry of `hidden`, in `order`; in the default order
-/// the walk stops at commits older than `since`.
+/// the walk stops at commits older than `since`. A plain newest-first walk goes over the commit
+/// index when it holds the tips.
 fn ids<'r>(
     repo: &'r gix::Repository,
-    tips: &[ObjectId],
-    hidden: &[ObjectId],
+    q: &LogQuery<'_>,
     order: Order,
     since: Option<i64>,
 ) -> Result<Box<dyn Iterator<Item = Result<ObjectId, GitError>> + 'r>, GitError> {
+    let (tips, hidden) = (&q.tips, &q.hidden);
+    if let (Order::Default, true, Some(index)) = (order, hidden.is_empty(), q.commits.as_ref())
+        && let Some(mut walk) = index.newest_first(tips, since)
+    {
+        return Ok(Box::new(std::iter::from_fn(move || {
+            let pos = walk.next()?;
+            Some(Ok(walk.index().id(pos).to_owned()))
+        })));
+    }
     let sorting = match order {
         Order::Default => {
             let order = CommitTimeOrder::NewestFirst;
@@ -698,6 +717,7 @@ struct PathWalk<'r> {
     follow: bool,
     bloom: Option<&'r BloomFilters>,
     graph: Option<gix::commitgraph::Graph>,
+    commits: Option<&'r CommitIndex>,
     allowed: Option<HashSet<ObjectId>>,
     /// Commits older than this are not walked.
     since: Option<i64>,
@@ -733,6 +753,7 @@ impl<'r> PathWalk<'r> {
             follow: false,
             bloom,
             graph: repo.commit_graph_if_enabled().ok().flatten(),
+            commits: None,
             allowed,
             since,
             queue: BinaryHeap::new(),
@@ -899,8 +920,18 @@ impl<'r> PathWalk<'r> {
         Ok(&self.nodes[&id])
     }
 
-    /// Parents, tree and date of a commit: from the commit-graph when it has the commit.
+    /// Parents, tree and date of a commit: from the commit index or the commit-graph when
+    /// they have the commit.
     fn read_node(&mut self, id: ObjectId) -> Result<Node, GitError> {
+        if let Some(index) = self.commits
+            && let Some(pos) = index.position(&id)
+        {
+            return Ok(Node {
+                time: index.time(pos).max(0) as u64,
+                tree: index.tree(pos).to_owned(),
+                parents: index.parents(pos).map(|p| index.id(p).to_owned()).collect(),
+            });
+        }
         if let Some(graph) = &self.graph
             && let Some(c) = graph.commit_by_id(id)
         {

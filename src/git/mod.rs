@@ -5,6 +5,7 @@ pub mod blame;
 pub mod changes;
 pub mod commit;
 pub mod commit_graph;
+pub mod commit_index;
 pub mod diff;
 pub mod encoding;
 mod error;

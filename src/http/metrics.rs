@@ -99,6 +99,17 @@ impl Metrics {
             "Object stores opened, one per distinct objects directory (forks share their alternate's)",
             site.repos.object_stores.opened.clone(),
         );
+        let indexes = &site.repos.object_stores.commit_indexes;
+        registry.register(
+            "commit_index_bytes",
+            "Bytes held by the commit indexes of the object stores",
+            indexes.bytes.clone(),
+        );
+        registry.register(
+            "commit_index_builds",
+            "Commit indexes loaded, built or extended (in the background)",
+            indexes.builds.clone(),
+        );
         registry.register(
             "ref_snapshots_shared",
             "Ref snapshots taken over from another repository with the same refs (forks)",

@@ -115,6 +115,8 @@ pub fn cacheable_page(page: Page) -> bool {
             | Page::Tag
             | Page::Atom
             | Page::Patch
+            | Page::Commit
+            | Page::Diff
             | Page::Index
     )
 }

@@ -96,6 +96,7 @@ fn feed_commits(ctx: &RepoCtx<'_>, path: Option<&BStr>) -> Result<Vec<CommitInfo
         tips,
         path,
         bloom: ctx.state.bloom(),
+        commits: ctx.state.commit_index(&ctx.refs),
         count: ctx.site.config.globals.max_atom_items,
         ..LogQuery::default()
     };

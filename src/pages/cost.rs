@@ -31,7 +31,9 @@ fn depends(site: &Site, req: &PageRequest) -> CostClass {
         Page::Log => {
             let searched = q.q.is_some() || q.follow;
             let filtered = req.path.is_some() && !has_path_filters(site, req);
-            let deep = q.ofs > CHEAP_LOG_OFFSET && !has_commit_graph(site, req);
+            let deep = q.ofs > CHEAP_LOG_OFFSET
+                && !has_commit_graph(site, req)
+                && !walks_commit_index(site, req);
             expensive_if(searched || filtered || deep)
         }
         Page::Atom => expensive_if(req.path.is_some() && !has_path_filters(site, req)),
@@ -53,6 +55,17 @@ fn has_commit_graph(site: &Site, req: &PageRequest) -> bool {
         BloomFilters::sources(state.git_dir())
             .iter()
             .any(|file| file.is_file())
+    })
+}
+
+/// Whether a deep log page walks the commit index: its commits are in the index (as far as
+/// known before the refs are read) and it is listed in the default order, which the index
+/// walks; the graph's topological order reads the commits.
+fn walks_commit_index(site: &Site, req: &PageRequest) -> bool {
+    repo_state(site, req).is_some_and(|state| {
+        let opts = &state.config.opts;
+        let default_order = opts.commit_sort.is_none() && !opts.enable_commit_graph;
+        default_order && state.commit_index_ready()
     })
 }
 

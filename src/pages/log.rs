@@ -117,6 +117,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     if page.stopped_early {
         ctx.site.cutoffs.inc();
     }
+    let commits = query.as_ref().and_then(|q| q.commits.as_deref());
     let mut counter = Counter::default();
     let mut lanes = graph::Graph::default();
     // a range hides commits: the graph draws no line to a hidden parent
@@ -142,7 +143,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
             // a parent the walk listed is shown; past the page's end it may be shown later
             let mut shown = hidden.is_empty()
                 || walked.contains(p)
-                || (page.has_more && !is_hidden(ctx, hidden, *p, &mut hidden_memo)?);
+                || (page.has_more && !is_hidden(ctx, commits, hidden, *p, &mut hidden_memo)?);
             if let (true, Some(filter)) = (shown, filter) {
                 shown = match found_memo.get(p) {
                     Some(found) => *found,
@@ -252,6 +253,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
 /// Whether a range's hidden commits reach `id` (remembered in `memo`).
 fn is_hidden(
     ctx: &RepoCtx<'_>,
+    commits: Option<&git::commit_index::CommitIndex>,
     hidden: &[gix::ObjectId],
     id: gix::ObjectId,
     memo: &mut std::collections::HashMap<gix::ObjectId, bool>,
@@ -261,7 +263,7 @@ fn is_hidden(
     }
     let mut reached = false;
     for h in hidden {
-        if git::log::is_ancestor(ctx.repo, id, *h)? {
+        if git::log::is_ancestor(ctx.repo, commits, id, *h)? {
             reached = true;
             break;
         }
@@ -405,6 +407,7 @@ fn build_query<'a>(
         path: ctx.req.path.as_ref().map(|p| p.as_bstr()),
         follow: following(ctx),
         bloom: ctx.state.bloom(),
+        commits: ctx.state.commit_index(&ctx.refs),
         walks: Some(&*ctx.site.walks),
         filter,
         order,

@@ -277,6 +277,8 @@ fn render_repo_page(site: &Site, req: &PageRequest, url: &str) -> Result<Respons
     state
         .with_repo(|repo| {
             let refs = state.refs(repo).map_err(PageError::from)?;
+            // brings the commit index up to date with these refs (in the background)
+            state.commit_index(&refs);
             let etag = parts::validators::repo_etag(state, req, refs.version);
             if parts::validators::matches(req.if_none_match.as_deref(), &etag) {
                 return Ok(Response::not_modified(etag));

@@ -168,6 +168,7 @@ fn authors_kept(
                 tips: vec![tip],
                 path,
                 bloom: ctx.state.bloom(),
+                commits: ctx.state.commit_index(&ctx.refs),
                 since: Some(period.start(first)),
                 count: MAX_COMMITS,
                 visits: ctx.site.config.globals.walk_budget,

@@ -14,6 +14,8 @@ use gix::objs::tree::EntryMode;
 
 /// Rows of a listing shown at most.
 const MAX_ROWS: usize = 3000;
+/// About what one listing row takes in HTML (git.git's root: 245 bytes a row).
+const ROW_BYTES: usize = 256;
 /// Directories looked into for single-child chains, at most.
 const MAX_CHAIN_LOOKUPS: usize = 300;
 /// Blobs larger than this are not read for display at all.
@@ -120,7 +122,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let html = match gtree::find(ctx.repo, root, path)? {
         Some(Found::Tree(id)) => {
             let body = listing(ctx, &links, id, path)?;
-            frame::wrap(ctx.site, &frame, &body)?
+            frame::wrap_sized(ctx.site, &frame, &body, body.rows.len() * ROW_BYTES)?
         }
         Some(Found::Blob { id, .. }) => {
             let body = blob_view(ctx, &links, id, path)?;
@@ -153,8 +155,12 @@ fn listing(
     let omitted = entries.len().saturating_sub(MAX_ROWS);
     let mut chain_lookups = 0;
     let mut rows = Vec::with_capacity(entries.len().min(MAX_ROWS));
+    // each entry's path: the directory's, then the name (one buffer for all rows)
+    let mut full = join(dir, b"");
+    let dir_len = full.len();
     for e in entries.iter().take(MAX_ROWS) {
-        let full = join(dir, &e.name);
+        full.truncate(dir_len);
+        full.extend_from_slice(&e.name);
         let row = if e.mode.is_tree() {
             let chain = if chain_lookups < MAX_CHAIN_LOOKUPS {
                 chain_lookups += 1;

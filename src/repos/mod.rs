@@ -3,6 +3,7 @@
 //! (inotify watches, stat stamps where there is no watch), and the index's catalog.
 
 mod catalog;
+mod commits;
 mod digest;
 mod objects;
 mod pool;
@@ -19,6 +20,7 @@ pub use watch::Watcher;
 
 use crate::config::{Config, RepoConfig};
 use crate::git::commit_graph::BloomFilters;
+use crate::git::commit_index::CommitIndex;
 use prometheus_client::metrics::counter::Counter;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -274,13 +276,26 @@ impl RepoState {
         self.git.signal.changes()
     }
 
+    /// The commit index of this repository's object store as it is now; when it lacks tips
+    /// of `refs`, a background build adds them (see `commits.rs`).
+    pub fn commit_index(&self, refs: &RefSnapshot) -> Option<Arc<CommitIndex>> {
+        let opened = self.git.opened()?;
+        opened.store.commits.get(refs, &opened.repo)
+    }
+
+    /// Whether the commit index holds every tip of the current refs, as far as that is
+    /// known without a git handle.
+    pub fn commit_index_ready(&self) -> bool {
+        let version = self.refs_version();
+        let opened = self.git.opened();
+        version
+            .zip(opened)
+            .is_some_and(|(v, o)| o.store.commits.covers(v))
+    }
+
     /// The objects directory whose (shared) store serves this repository, once opened.
     pub fn object_source(&self) -> Option<PathBuf> {
-        let opened = self.git.opened.lock().unwrap_or_else(|e| e.into_inner());
-        match opened.as_ref() {
-            Some(Ok(o)) => Some(o.source.key.clone()),
-            _ => None,
-        }
+        Some(self.git.opened()?.source.key.clone())
     }
 }
 
@@ -394,6 +409,12 @@ impl GitRepo {
             opens,
             bloom: Mutex::new(None),
         }
+    }
+
+    /// The repository as opened last, if it was.
+    fn opened(&self) -> Option<Arc<Opened>> {
+        let opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
+        opened.as_ref()?.as_ref().ok().cloned()
     }
 
     fn open_now(&self, generation: u64) -> Result<Arc<Opened>, RepoError> {

@@ -13,6 +13,7 @@
 //! own (it was pushed to) keeps its own store, which maps the alternate's packs again, and so
 //! does a repository with replacement refs (they are applied inside its store).
 
+use super::commits::{IndexMetrics, IndexSlot};
 use super::pool::{Budget, Pool};
 use prometheus_client::metrics::counter::Counter;
 use std::collections::HashMap;
@@ -136,17 +137,23 @@ fn single_alternate(objects_dir: &Path) -> Option<PathBuf> {
     path.is_dir().then_some(path)
 }
 
-/// An opened object store and its warm handles.
+/// An opened object store, its warm handles and its commit index.
 pub(super) struct SharedStore {
     pub store: Arc<gix::odb::Store>,
     warm: Arc<Pool<gix::OdbHandle>>,
+    pub commits: Arc<IndexSlot>,
 }
 
 impl SharedStore {
-    fn new(store: Arc<gix::odb::Store>, budget: &Arc<Budget>) -> Arc<SharedStore> {
+    fn new(
+        store: Arc<gix::odb::Store>,
+        budget: &Arc<Budget>,
+        indexes: &IndexMetrics,
+    ) -> Arc<SharedStore> {
         Arc::new(SharedStore {
             store,
             warm: Pool::new(budget, MAX_WARM_HANDLES),
+            commits: Arc::new(IndexSlot::new(indexes.clone())),
         })
     }
 
@@ -167,6 +174,8 @@ pub struct ObjectStores {
     pub opened: Counter,
     /// The bound on warm object handles (with their caches) over all stores.
     pub budget: Arc<Budget>,
+    /// The commit indexes' metrics.
+    pub commit_indexes: IndexMetrics,
 }
 
 impl ObjectStores {
@@ -176,6 +185,7 @@ impl ObjectStores {
             stores: Mutex::default(),
             opened: Counter::default(),
             budget: Budget::new(max_warm),
+            commit_indexes: IndexMetrics::default(),
         }
     }
 
@@ -188,7 +198,11 @@ impl ObjectStores {
     ) -> std::io::Result<Arc<SharedStore>> {
         if source.private {
             self.opened.inc();
-            return Ok(SharedStore::new(own.clone(), &self.budget));
+            return Ok(SharedStore::new(
+                own.clone(),
+                &self.budget,
+                &self.commit_indexes,
+            ));
         }
         let mut stores = self.stores.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(shared) = stores.get(&source.key).and_then(Weak::upgrade) {
@@ -207,7 +221,7 @@ impl ObjectStores {
         } else {
             own.clone()
         };
-        let shared = SharedStore::new(store, &self.budget);
+        let shared = SharedStore::new(store, &self.budget, &self.commit_indexes);
         stores.retain(|_, s| s.strong_count() > 0);
         stores.insert(source.key.clone(), Arc::downgrade(&shared));
         self.opened.inc();

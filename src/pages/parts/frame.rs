@@ -313,8 +313,19 @@ pub fn wrap(
     frame: &Frame<'_>,
     body: &dyn askama::DynTemplate,
 ) -> Result<String, askama::Error> {
+    wrap_sized(site, frame, body, 0)
+}
+
+/// [`wrap`] into a buffer with room for `body_bytes` of body (an estimate), so that a large
+/// page is not copied as its buffer grows.
+pub fn wrap_sized(
+    site: &Site,
+    frame: &Frame<'_>,
+    body: &dyn askama::DynTemplate,
+    body_bytes: usize,
+) -> Result<String, askama::Error> {
     let g = &site.config.globals;
-    let mut out = String::with_capacity(16 * 1024);
+    let mut out = String::with_capacity(16 * 1024 + body_bytes);
     let head = FrameHead {
         f: frame,
         head_include: g.head_include.as_deref().unwrap_or_default(),

@@ -3,20 +3,41 @@
 
 use std::fmt::Write;
 
+/// Bytes cgit escapes in both paths and query arguments, as a table (this is asked for
+/// every byte of every link).
+const ALWAYS_ESCAPED: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = b <= 0x20 || b >= 0x7f;
+        b += 1;
+    }
+    let special = b"\"#%'<=>?\\^`{|}";
+    let mut i = 0;
+    while i < special.len() {
+        table[special[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
 /// Bytes cgit escapes in both paths and query arguments.
 fn always_escaped(b: u8) -> bool {
-    b <= 0x20 || b >= 0x7f || b"\"#%'<=>?\\^`{|}".contains(&b)
+    ALWAYS_ESCAPED[usize::from(b)]
 }
 
-/// `bytes` with every byte `escaped` says so written as `%xx` (and, for arguments, space as
-/// `+`); bytes that need nothing (ids, most paths) are copied in one go.
-fn escape_with(bytes: &[u8], escaped: impl Fn(u8) -> bool, space_as_plus: bool) -> String {
-    let Some(first) = bytes.iter().position(|&b| escaped(b)) else {
-        // Only ASCII below 0x7f is left unescaped, so this is UTF-8.
-        return String::from_utf8_lossy(bytes).into_owned();
-    };
-    let mut out = String::with_capacity(bytes.len() + 16);
-    out.push_str(&String::from_utf8_lossy(&bytes[..first]));
+/// Appends `bytes` to `out` with every byte `escaped` says so written as `%xx` (and, for
+/// arguments, space as `+`); bytes that need nothing (ids, most paths) are copied in one go.
+fn escape_into(out: &mut String, bytes: &[u8], escaped: impl Fn(u8) -> bool, space_as_plus: bool) {
+    let first = bytes
+        .iter()
+        .position(|&b| escaped(b))
+        .unwrap_or(bytes.len());
+    // Only ASCII below 0x7f is left unescaped, so this is UTF-8.
+    match std::str::from_utf8(&bytes[..first]) {
+        Ok(text) => out.push_str(text),
+        Err(_) => out.push_str(&String::from_utf8_lossy(&bytes[..first])),
+    }
     for &b in &bytes[first..] {
         if space_as_plus && b == b' ' {
             out.push('+');
@@ -26,17 +47,24 @@ fn escape_with(bytes: &[u8], escaped: impl Fn(u8) -> bool, space_as_plus: bool) 
             out.push(b as char);
         }
     }
-    out
+}
+
+fn arg_escaped(b: u8) -> bool {
+    always_escaped(b) || b == b'+' || b == b'&'
 }
 
 /// cgit's URL-path escaper: `+` and `&` stay as they are.
 pub fn escape_path(bytes: &[u8]) -> String {
-    escape_with(bytes, always_escaped, false)
+    let mut out = String::with_capacity(bytes.len() + 8);
+    escape_into(&mut out, bytes, always_escaped, false);
+    out
 }
 
 /// cgit's URL-argument escaper: space becomes `+`; `+` and `&` are escaped.
 pub fn escape_arg(bytes: &[u8]) -> String {
-    escape_with(bytes, |b| always_escaped(b) || b == b'+' || b == b'&', true)
+    let mut out = String::with_capacity(bytes.len() + 8);
+    escape_into(&mut out, bytes, arg_escaped, true);
+    out
 }
 
 /// Builds links for one repository under one virtual root.
@@ -61,22 +89,34 @@ impl<'a> RepoLinks<'a> {
         head: Option<&str>,
         args: &[(&str, &str)],
     ) -> String {
-        let mut url = self.summary();
-        url.push_str(page);
-        url.push('/');
-        if let Some(path) = path {
-            url.push_str(&escape_path(path));
-        }
         let head = head.filter(|h| *h != self.defbranch);
         let all = head
             .map(|h| ("h", h))
             .into_iter()
             .chain(args.iter().copied());
+        // one allocation for the usual link (no byte that needs escaping)
+        let args_len: usize = all.clone().map(|(n, v)| n.len() + v.len() + 2).sum();
+        let mut url = String::with_capacity(
+            self.vroot.len()
+                + self.repo_url.len()
+                + page.len()
+                + path.map_or(0, <[u8]>::len)
+                + args_len
+                + 8,
+        );
+        url.push_str(self.vroot);
+        escape_into(&mut url, self.repo_url.as_bytes(), always_escaped, false);
+        url.push('/');
+        url.push_str(page);
+        url.push('/');
+        if let Some(path) = path {
+            escape_into(&mut url, path, always_escaped, false);
+        }
         for (i, (name, value)) in all.enumerate() {
             url.push(if i == 0 { '?' } else { '&' });
             url.push_str(name);
             url.push('=');
-            url.push_str(&escape_arg(value.as_bytes()));
+            escape_into(&mut url, value.as_bytes(), arg_escaped, true);
         }
         url
     }
@@ -97,6 +137,16 @@ pub fn with_args(base: &str, args: &[(&str, &str)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_table_escapes_controls_non_ascii_and_cgits_specials() {
+        let specials = b"\"#%'<=>?\\^`{|}";
+        for b in 0..=255u8 {
+            let want = b <= 0x20 || b >= 0x7f || specials.contains(&b);
+            assert_eq!(always_escaped(b), want, "{b:#x}");
+        }
+        assert!(!always_escaped(b'a') && !always_escaped(b'/') && always_escaped(b'"'));
+    }
 
     #[test]
     fn escaping_matches_cgit() {

@@ -279,16 +279,10 @@ pub fn page_commit(ctx: &RepoCtx<'_>) -> Result<ObjectId, crate::pages::PageErro
 
 /// A link for tree-like pages: the current `h`, and `id` unless it equals the head.
 pub fn rev_link(ctx: &RepoCtx<'_>, page: &str, path: Option<&[u8]>) -> String {
-    let id: Vec<(&str, &str)> = ctx
-        .req
-        .query
-        .id
-        .as_deref()
-        .filter(|id| *id != ctx.head)
-        .map(|id| ("id", id))
-        .into_iter()
-        .collect();
-    ctx.links().page(page, path, Some(&ctx.head), &id)
+    let id = ctx.req.query.id.as_deref().filter(|id| *id != ctx.head);
+    let args = id.map(|id| [("id", id)]);
+    let args: &[(&str, &str)] = args.as_ref().map_or(&[], |a| &a[..]);
+    ctx.links().page(page, path, Some(&ctx.head), args)
 }
 
 /// A `Content-Disposition: inline` value naming `name`; bytes a header cannot carry become `_`.
