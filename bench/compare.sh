@@ -12,13 +12,12 @@
 # Only 127.0.0.1 is ever contacted; every load run is bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$(pwd)
+. bench/lib.sh
 DUR=${DUR:-3}; TDUR=${TDUR:-5}; CRAWL=${CRAWL:-20000}; AE=${AE:-}
 WRK_H=(); [ -z "$AE" ] || WRK_H=(-H "Accept-Encoding: $AE")
 CGIT_PORT=${CGIT_PORT:-8081}; CGITD_PORT=${CGITD_PORT:-8082}
 STATE=${STATE:-/tmp/cgitd-bench}
 mkdir -p "$STATE"
-BASELINE=$ROOT/../shared/tools/cgit-baseline.sh
 
 REPO=${1:-}
 if [ -z "$REPO" ]; then
@@ -74,14 +73,6 @@ tag /git/tag/?h=$TAG
 atom /git/atom/
 info-refs /git/info/refs"
 
-# median latency in ms of one URL, one connection, DUR seconds
-median_ms() {
-    wrk -t1 -c1 -d"${DUR}s" --timeout 30s --latency "${WRK_H[@]}" "$1" 2>/dev/null | awk '
-        $1=="50%" { v=$2; u=v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
-                    if (u=="us") v/=1000; else if (u=="s") v*=1000; else if (u=="m") v*=60000;
-                    printf "%.3f", v; found=1 }
-        END { if (!found) printf "n/a" }'
-}
 # --path-as-is: the status of the URL wrk requests (curl would squash dot segments).
 status() { curl -s --path-as-is -o /dev/null -w '%{http_code}' --max-time 60 "$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a+0>0 && b+0>0) printf "%.1f", a/b; else printf "n/a" }'; }

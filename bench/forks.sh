@@ -12,11 +12,10 @@
 # Only 127.0.0.1 is ever contacted; every load run is bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$(pwd)
+. bench/lib.sh
 DUR=${DUR:-3}
 CGIT_PORT=${CGIT_PORT:-8083}; CGITD_PORT=${CGITD_PORT:-8084}
 STATE=${STATE:-/tmp/cgitd-forks}
-BASELINE=$ROOT/../shared/tools/cgit-baseline.sh
 N=${2:-900}
 SECTIONS=6
 mkdir -p "$STATE"
@@ -94,13 +93,6 @@ times_ms() {
 }
 stats() { sort -n | awk '{v[NR]=$1; s+=$1} END { if (NR==0) {print "n/a"; exit}
     printf "p50 %.2f  mean %.2f  max %.2f", v[int((NR+1)/2)], s/NR, v[NR] }'; }
-median_ms() {
-    wrk -t1 -c1 -d"${DUR}s" --timeout 30s --latency "$1" 2>/dev/null | awk '
-        $1=="50%" { v=$2; u=v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
-                    if (u=="us") v/=1000; else if (u=="s") v*=1000; else if (u=="m") v*=60000;
-                    printf "%.3f", v; found=1 }
-        END { if (!found) printf "n/a" }'
-}
 urls() { local port=$1 suffix=$2; shift 2; for f in "$@"; do echo "http://127.0.0.1:$port/$f/$suffix"; done; }
 rss() { grep -E "^$1:" /proc/$CGITD_PID/status | tr -s ' \t' ' '; }
 

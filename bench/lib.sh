@@ -1,9 +1,10 @@
-# Start-up shared by the load scripts (storm.sh, crawler.sh): the repository, wrk, a release
-# cgitd and Debian's cgit beside it. Source it from the repository root after setting STATE,
-# CGIT_PORT, CGITD_PORT and ONLY (cgit|cgitd|empty); CGITD may name a binary to use.
+# Shared by the bench scripts: the repository, wrk, a release cgitd and Debian's cgit beside
+# it (storm.sh, crawler.sh), a keep-alive median (compare.sh, forks.sh, many.sh). Source it
+# from the repository root; the start-up functions read STATE, CGIT_PORT, CGITD_PORT and ONLY
+# (cgit|cgitd|empty), and CGITD may name a binary to use.
 
 BASELINE=$(pwd)/../shared/tools/cgit-baseline.sh
-CGIT_PID=""; CGITD_PID=""
+CGIT_PID=${CGIT_PID:-}; CGITD_PID=${CGITD_PID:-}
 
 # bench_repo [REPO]: the absolute path of REPO, or of the git.git-shaped corpus that
 # bench/make-corpus.py builds (once) when none is given.
@@ -43,4 +44,14 @@ start_systems() {
         CGITD_PID=$!
         for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$CGITD_PORT/" && break; sleep 0.1; done
     fi
+}
+
+# median_ms URL: the median latency in ms of URL over one keep-alive connection for DUR
+# seconds (wrk; extra request headers in the array WRK_H, if set).
+median_ms() {
+    wrk -t1 -c1 -d"${DUR}s" --timeout 30s --latency ${WRK_H[@]+"${WRK_H[@]}"} "$1" 2>/dev/null | awk '
+        $1=="50%" { v=$2; u=v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
+                    if (u=="us") v/=1000; else if (u=="s") v*=1000; else if (u=="m") v*=60000;
+                    printf "%.3f", v; found=1 }
+        END { if (!found) printf "n/a" }'
 }

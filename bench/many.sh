@@ -11,12 +11,11 @@
 # Only 127.0.0.1 is ever contacted; every load run is bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$(pwd)
+. bench/lib.sh
 DUR=${DUR:-3}
 N=${1:-10000}
 CGIT_PORT=${CGIT_PORT:-8085}; CGITD_PORT=${CGITD_PORT:-8086}
 STATE=${STATE:-/tmp/cgitd-many}
-BASELINE=$ROOT/../shared/tools/cgit-baseline.sh
 FOLDERS=100
 mkdir -p "$STATE"
 
@@ -70,13 +69,6 @@ stop_cgitd() { kill "$CGITD_PID" 2>/dev/null || true; wait "$CGITD_PID" 2>/dev/n
 cleanup() { stop_cgitd; PORT=$CGIT_PORT CGIT_STATE=$STATE/cgit "$BASELINE" stop >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 
-median_ms() {
-    wrk -t1 -c1 -d"${DUR}s" --timeout 30s --latency "$1" 2>/dev/null | awk '
-        $1=="50%" { v=$2; u=v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
-                    if (u=="us") v/=1000; else if (u=="s") v*=1000; else if (u=="m") v*=60000;
-                    printf "%.3f", v; found=1 }
-        END { if (!found) printf "n/a" }'
-}
 one_ms() { curl -s -o /dev/null -w '%{time_total}\n' "$1" | awk '{printf "%.1f", $1 * 1000}'; }
 metric() { curl -s "http://127.0.0.1:$CGITD_PORT/metrics" | awk -v m="$1" '$1==m {print $2}'; }
 rss() { grep -E "^RssAnon:" /proc/$CGITD_PID/status | tr -s ' \t' ' '; }

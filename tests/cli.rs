@@ -169,14 +169,6 @@ fn a_missing_auth_filter_is_reported_and_authenticates_nobody() {
     assert!(!page.contains("only commit"), "{page}");
 }
 
-fn metric(server: &Server, name: &str) -> u64 {
-    let m = server.page("/metrics");
-    m.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} ")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in\n{m}"))
-}
-
 #[test]
 fn a_reload_keeps_open_repositories_open_and_finds_new_ones_under_scan_path() {
     let dir = TempDir::new("reload-scan");
@@ -198,10 +190,10 @@ fn a_reload_keeps_open_repositories_open_and_finds_new_ones_under_scan_path() {
     )
     .unwrap();
     let server = Server::start(&rc);
-    assert_eq!(metric(&server, "cgitd_repositories_opened_total"), 0);
+    assert_eq!(count(&server, "cgitd_repositories_opened_total"), 0);
     assert!(server.page("/one/").contains("only commit"));
     assert!(server.page("/two/log/").contains("only commit"));
-    assert_eq!(metric(&server, "cgitd_repositories_opened_total"), 2);
+    assert_eq!(count(&server, "cgitd_repositories_opened_total"), 2);
     git(
         &scan,
         &["clone", "-q", "--bare", REPO.to_str().unwrap(), "three.git"],
@@ -221,14 +213,14 @@ fn a_reload_keeps_open_repositories_open_and_finds_new_ones_under_scan_path() {
     assert!(server.page("/two/refs/").contains("only commit"));
     assert!(eventually_metric(&server, "cgitd_ref_watches", 3));
     assert_eq!(
-        metric(&server, "cgitd_repositories_opened_total"),
+        count(&server, "cgitd_repositories_opened_total"),
         2,
         "the reload opened no repository again"
     );
     assert!(server.page("/one/log/").contains("only commit"));
-    assert_eq!(metric(&server, "cgitd_repositories_opened_total"), 2);
+    assert_eq!(count(&server, "cgitd_repositories_opened_total"), 2);
     assert!(server.page("/three/").contains("only commit"));
-    assert_eq!(metric(&server, "cgitd_repositories_opened_total"), 3);
+    assert_eq!(count(&server, "cgitd_repositories_opened_total"), 3);
     // A repository that went away is no longer watched after the next reload.
     std::fs::rename(scan.join("two.git"), dir.path().join("two.git")).unwrap();
     Command::new("kill")
@@ -246,7 +238,7 @@ fn a_reload_keeps_open_repositories_open_and_finds_new_ones_under_scan_path() {
 /// Whether the metric `name` reaches `value` (asked a bounded number of times).
 fn eventually_metric(server: &Server, name: &str, value: u64) -> bool {
     (0..100).any(|_| {
-        let reached = metric(server, name) == value;
+        let reached = count(server, name) == value;
         if !reached {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }

@@ -60,6 +60,15 @@ fn tips(dir: &Path) -> Vec<ObjectId> {
     .collect()
 }
 
+/// The ids of the commits `q` lists.
+fn listed_ids(repo: &gix::Repository, q: &LogQuery) -> Vec<ObjectId> {
+    ids_of(&query(repo, q).unwrap().commits)
+}
+
+fn ids_of(commits: &[cgitd::git::commit::CommitInfo]) -> Vec<ObjectId> {
+    commits.iter().map(|c| c.id).collect()
+}
+
 fn head(dir: &Path) -> ObjectId {
     ObjectId::from_hex(git(dir, &["rev-parse", "HEAD"]).trim().as_bytes()).unwrap()
 }
@@ -129,8 +138,7 @@ fn log_pages_over_the_index_are_the_pages_over_the_objects() {
                     ..LogQuery::default()
                 };
                 let page = query(&repo, &q).unwrap();
-                let ids: Vec<ObjectId> = page.commits.iter().map(|c| c.id).collect();
-                (ids, page.has_more)
+                (ids_of(&page.commits), page.has_more)
             };
             assert_eq!(page(Some(Arc::clone(&index))), page(None), "{tip} {skip}");
         }
@@ -172,13 +180,7 @@ fn since_limited_walks_over_the_index_are_the_same() {
                 count: 1000,
                 ..LogQuery::default()
             };
-            let ids: Vec<ObjectId> = query(&repo, &q)
-                .unwrap()
-                .commits
-                .iter()
-                .map(|c| c.id)
-                .collect();
-            ids
+            listed_ids(&repo, &q)
         };
         let listed = page(Some(Arc::clone(&index)));
         assert_eq!(listed, page(None), "since {since}");
@@ -201,13 +203,7 @@ fn path_limited_logs_over_the_index_are_the_same() {
                 count: 100,
                 ..LogQuery::default()
             };
-            let ids: Vec<ObjectId> = query(&repo, &q)
-                .unwrap()
-                .commits
-                .iter()
-                .map(|c| c.id)
-                .collect();
-            ids
+            listed_ids(&repo, &q)
         };
         let listed = page(Some(Arc::clone(&index)));
         assert!(!listed.is_empty());
@@ -249,14 +245,6 @@ fn a_commit_costs_at_most_64_bytes() {
 }
 
 /// The value of one metric line.
-fn metric(server: &Server, name: &str) -> f64 {
-    server
-        .page("/metrics")
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or(0.0)
-}
-
 /// Asks until `what` holds (the index is built on a thread of its own).
 fn until(description: &str, mut what: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);

@@ -168,14 +168,6 @@ fn the_library_reports_each_repositorys_object_source() {
     );
 }
 
-fn metric(server: &Server, name: &str) -> u64 {
-    let m = server.page("/metrics");
-    m.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} ")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in\n{m}"))
-}
-
 #[test]
 fn warm_handles_stay_within_max_warm_handles_over_all_repositories() {
     let dir = TempDir::new("forks-warm");
@@ -190,9 +182,9 @@ fn warm_handles_stay_within_max_warm_handles_over_all_repositories() {
             assert!(page.contains("first commit"), "{name}");
         }
         for kind in ["repository", "object"] {
-            let held = metric(&server, &format!("cgitd_warm_{kind}_handles"));
+            let held = count(&server, &format!("cgitd_warm_{kind}_handles"));
             assert!((1..=2).contains(&held), "{kind} handles held: {held}");
         }
     }
-    assert!(metric(&server, "cgitd_warm_repository_handles_released_total") >= 5);
+    assert!(count(&server, "cgitd_warm_repository_handles_released_total") >= 5);
 }

@@ -83,13 +83,6 @@ fn code(page: &str) -> &str {
 }
 
 /// A counter's value in the metrics text.
-fn metric(server: &Server, name: &str) -> u64 {
-    let text = server.page("/metrics");
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in {text}"))
-}
-
 #[test]
 fn languages_are_highlighted_by_name_extension_and_shebang() {
     let dir = TempDir::new("highlight-languages");
@@ -157,7 +150,7 @@ fn a_file_over_the_budget_is_shown_plain() {
     assert!(code.starts_with("int x; /* pppp"));
     assert_eq!(code.matches('\n').count(), 12_000);
     assert!(page.contains("<a id='n12000' href='#n12000'>12000</a>"));
-    assert_eq!(metric(&server, "cgitd_highlights_over_budget_total"), 1);
+    assert_eq!(count(&server, "cgitd_highlights_over_budget_total"), 1);
 }
 
 #[test]
@@ -211,14 +204,14 @@ fn a_file_shown_through_another_branch_or_a_fork_is_highlighted_once() {
     let dir = TempDir::new("highlight-once");
     let server = Server::start(&rc(dir.path(), ""));
     let first = server.page("/r/tree/src/lib.rs?h=main");
-    assert_eq!(metric(&server, "cgitd_highlights_total"), 1);
+    assert_eq!(count(&server, "cgitd_highlights_total"), 1);
     let on_branch = server.page("/r/tree/src/lib.rs?h=other");
     let in_fork = server.page("/fork/tree/src/lib.rs");
-    assert_eq!(metric(&server, "cgitd_highlights_total"), 1);
+    assert_eq!(count(&server, "cgitd_highlights_total"), 1);
     assert_eq!(code(&on_branch), code(&first));
     assert_eq!(code(&in_fork), code(&first));
     assert!(code(&first).contains("hl-string"), "{first}");
     // Another file is highlighted on its own.
     server.page("/fork/tree/tool.py");
-    assert_eq!(metric(&server, "cgitd_highlights_total"), 2);
+    assert_eq!(count(&server, "cgitd_highlights_total"), 2);
 }

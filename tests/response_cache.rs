@@ -42,22 +42,12 @@ fn site(tag: &str) -> (TempDir, PathBuf, PathBuf) {
     (dir, rc, work)
 }
 
-fn metric(server: &Server, name: &str) -> u64 {
-    let text = server.page("/metrics");
-    text.lines()
-        .find_map(|l| {
-            let (n, v) = l.split_once(' ')?;
-            (n == name).then(|| v.trim().parse::<f64>().ok())?
-        })
-        .unwrap_or_else(|| panic!("no {name} in metrics")) as u64
-}
-
 fn hits(server: &Server) -> u64 {
-    metric(server, "cgitd_response_cache_hits_total")
+    count(server, "cgitd_response_cache_hits_total")
 }
 
 fn misses(server: &Server) -> u64 {
-    metric(server, "cgitd_response_cache_misses_total")
+    count(server, "cgitd_response_cache_misses_total")
 }
 
 /// The headers that must be equal between two answers to one request (all but `Date`).

@@ -23,13 +23,6 @@ static REPO: LazyLock<PathBuf> = LazyLock::new(|| {
 });
 
 /// The value of one metric line, e.g. `cgitd_git_jobs_running{class="expensive"}`.
-fn metric(server: &Server, name: &str) -> f64 {
-    let text = server.page("/metrics");
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or(0.0)
-}
-
 /// A served repository whose blame pages block until [`Gated::open`].
 struct Gated {
     dir: TempDir,

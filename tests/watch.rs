@@ -7,14 +7,6 @@ use common::*;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-fn metric(server: &Server, name: &str) -> u64 {
-    let m = server.page("/metrics");
-    m.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} ")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in\n{m}"))
-}
-
 /// A bare repository with two commits, `main` on the first; the second commit's id.
 fn build(root: &Path, options: &str) -> (PathBuf, PathBuf, String) {
     let work = root.join("work");
@@ -60,7 +52,7 @@ fn a_watched_repository_sees_a_ref_update_and_costs_no_stat_while_unchanged() {
     let server = Server::start(&rc);
     assert!(
         (0..100).any(|_| {
-            let watched = metric(&server, "cgitd_ref_watches") == 1;
+            let watched = count(&server, "cgitd_ref_watches") == 1;
             if !watched {
                 std::thread::sleep(Duration::from_millis(20));
             }
@@ -70,7 +62,7 @@ fn a_watched_repository_sees_a_ref_update_and_costs_no_stat_while_unchanged() {
     );
     assert!(server.page("/r/log/").contains("first commit"));
     server.page("/r/log/");
-    let checks = metric(&server, "cgitd_ref_stamp_checks_total");
+    let checks = count(&server, "cgitd_ref_stamp_checks_total");
     for round in 0..5 {
         if round == 2 {
             // Past the stat check's interval: without a watch the refs would be stat'ed now.
@@ -82,7 +74,7 @@ fn a_watched_repository_sees_a_ref_update_and_costs_no_stat_while_unchanged() {
         }
     }
     assert_eq!(
-        metric(&server, "cgitd_ref_stamp_checks_total"),
+        count(&server, "cgitd_ref_stamp_checks_total"),
         checks,
         "unchanged watched refs are not stat'ed"
     );
@@ -103,8 +95,8 @@ fn without_watches_the_stat_check_sees_a_ref_update() {
     assert!(server.page("/r/log/").contains("first commit"));
     git(&git_dir, &["update-ref", "refs/heads/main", &second]);
     assert!(eventually_shows(&server, "/r/log/", "second commit"));
-    assert_eq!(metric(&server, "cgitd_ref_watches"), 0);
-    assert!(metric(&server, "cgitd_ref_stamp_checks_total") > 0);
+    assert_eq!(count(&server, "cgitd_ref_watches"), 0);
+    assert!(count(&server, "cgitd_ref_stamp_checks_total") > 0);
 }
 
 /// The position of `href` in the index page `target`.

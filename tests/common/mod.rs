@@ -193,6 +193,23 @@ pub fn r_and_off_rc(dir: &Path, git_dir: &Path, options: &str) -> PathBuf {
     rc
 }
 
+/// The value of the metric `name` (with its labels, as exposed) on the server's `/metrics`; 0
+/// when it is not exposed (a labelled series appears once it is first used).
+pub fn metric(server: &Server, name: &str) -> f64 {
+    metric_value(&server.page("/metrics"), name).unwrap_or(0.0)
+}
+
+/// The value of the counter or gauge `name`, which must be exposed on `/metrics`.
+pub fn count(server: &Server, name: &str) -> u64 {
+    let text = server.page("/metrics");
+    metric_value(&text, name).unwrap_or_else(|| panic!("no {name} in\n{text}")) as u64
+}
+
+fn metric_value(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
 /// A running cgitd, killed on drop.
 pub struct Server {
     child: Child,
