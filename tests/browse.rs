@@ -1028,3 +1028,16 @@ fn controls_are_labelled_and_titles_name_the_page() {
         assert!(!html.contains("<noscript>"));
     }
 }
+
+/// With stats on, tree rows carry cgit's stats buttons (their links keep `h`, not `id`).
+#[test]
+fn tree_stats_buttons_link_like_cgit() {
+    let site = build_site("max-stats=year\n");
+    let server = Server::start(&site.rc);
+    assert!(server.page("/r/tree/?h=side").contains(">stats</a>"));
+    assert_links_match_cgit(
+        &site,
+        &server,
+        &["/r/tree/", "/r/tree/src?h=side", "/r/tree/?id=v1.0"],
+    );
+}

@@ -3,6 +3,7 @@
 //! hex dumps. Large trees and blobs are cut to a bounded size, with a note.
 
 use super::parts::frame::{self, Frame};
+use super::parts::links::escape_path;
 use super::parts::shared;
 use super::{PageError, RepoCtx, Response};
 use crate::git::tree::{self as gtree, Entry, Found};
@@ -35,13 +36,6 @@ impl TreeLinks<'_, '_> {
     fn page(&self, page: &str, path: Option<&[u8]>) -> String {
         shared::rev_link(self.ctx, page, path)
     }
-
-    /// The stats button: `h` only.
-    fn stats(&self, path: &[u8]) -> String {
-        self.ctx
-            .links()
-            .page("stats", Some(path), Some(&self.ctx.head), &[])
-    }
 }
 
 /// One name link of a listing row.
@@ -61,7 +55,11 @@ struct Row {
     module_rev: Option<String>,
     symlink: Option<SymlinkTarget>,
     size: u64,
-    buttons: Vec<(&'static str, String)>,
+    /// The entry's path, escaped for its buttons' links.
+    path: String,
+    /// Which of the buttons besides log (and stats) the row has.
+    plain: bool,
+    blame: bool,
 }
 
 struct SymlinkTarget {
@@ -74,6 +72,16 @@ struct SymlinkTarget {
 struct Listing {
     rows: Vec<Row>,
     omitted: usize,
+    buttons: ButtonLinks,
+}
+
+/// What the rows' buttons link to: `<base><page>/<row path><query>`, built once a listing.
+struct ButtonLinks {
+    base: String,
+    /// The query of the log, plain and blame buttons (`h` and `id`).
+    rev: String,
+    /// The query of the stats button (`h` only), when stats are on.
+    stats: Option<String>,
 }
 
 /// The hex dump of binary files: offset, hex column, ascii column.
@@ -170,34 +178,31 @@ fn listing(
             };
             dir_row(ctx, links, e, &full, &chain)?
         } else if e.mode.is_commit() {
-            module_row(ctx, links, e, &full)
+            module_row(ctx, e, &full)
         } else {
             file_row(ctx, links, e, dir, &full)?
         };
         rows.push(row);
     }
-    Ok(Listing { rows, omitted })
+    Ok(Listing {
+        rows,
+        omitted,
+        buttons: button_links(ctx),
+    })
 }
 
-fn buttons(
-    ctx: &RepoCtx<'_>,
-    links: &TreeLinks<'_, '_>,
-    path: &[u8],
-    plain: bool,
-    blame: bool,
-) -> Vec<(&'static str, String)> {
-    let opts = &ctx.state.config.opts;
-    let mut out = vec![("log", links.page("log", Some(path)))];
-    if opts.max_stats.is_some() {
-        out.push(("stats", links.stats(path)));
+fn button_links(ctx: &RepoCtx<'_>) -> ButtonLinks {
+    let links = ctx.links();
+    let head = Some(ctx.head.as_str());
+    let id = ctx.req.query.id.as_deref().filter(|id| *id != ctx.head);
+    let rev_args = id.map(|id| [("id", id)]);
+    let rev_args: &[(&str, &str)] = rev_args.as_ref().map_or(&[], |a| &a[..]);
+    let stats_on = ctx.state.config.opts.max_stats.is_some();
+    ButtonLinks {
+        base: links.base(),
+        rev: links.query(head, rev_args),
+        stats: stats_on.then(|| links.query(head, &[])),
     }
-    if plain {
-        out.push(("plain", links.page("plain", Some(path))));
-    }
-    if blame && opts.enable_blame {
-        out.push(("blame", links.page("blame", Some(path))));
-    }
-    out
 }
 
 fn dir_row(
@@ -229,11 +234,13 @@ fn dir_row(
         module_rev: None,
         symlink: None,
         size: ctx.object_size(e.id)?,
-        buttons: buttons(ctx, links, full, true, false),
+        path: escape_path(full),
+        plain: true,
+        blame: false,
     })
 }
 
-fn module_row(ctx: &RepoCtx<'_>, links: &TreeLinks<'_, '_>, e: &Entry, full: &[u8]) -> Row {
+fn module_row(ctx: &RepoCtx<'_>, e: &Entry, full: &[u8]) -> Row {
     let cfg = &ctx.state.config;
     let hex = e.id.to_string();
     let path = full.to_str_lossy();
@@ -265,7 +272,9 @@ fn module_row(ctx: &RepoCtx<'_>, links: &TreeLinks<'_, '_>, e: &Entry, full: &[u
         symlink: None,
         size: 0,
         // No blame: a submodule is no file (cgit's blame button here is a 404).
-        buttons: buttons(ctx, links, full, false, false),
+        path: escape_path(full),
+        plain: false,
+        blame: false,
     }
 }
 
@@ -298,7 +307,9 @@ fn file_row(
         module_rev: None,
         symlink,
         size: ctx.object_size(e.id)?,
-        buttons: buttons(ctx, links, full, true, true),
+        path: escape_path(full),
+        plain: true,
+        blame: ctx.state.config.opts.enable_blame,
     })
 }
 

@@ -89,36 +89,58 @@ impl<'a> RepoLinks<'a> {
         head: Option<&str>,
         args: &[(&str, &str)],
     ) -> String {
+        let path = path.unwrap_or_default();
+        let args_len: usize = args.iter().map(|(n, v)| n.len() + v.len() + 2).sum();
+        // one allocation for the usual link (no byte that needs escaping)
+        let mut url = String::with_capacity(
+            self.vroot.len()
+                + self.repo_url.len()
+                + page.len()
+                + path.len()
+                + head.map_or(0, str::len)
+                + args_len
+                + 8,
+        );
+        self.push_base(&mut url);
+        url.push_str(page);
+        url.push('/');
+        escape_into(&mut url, path, always_escaped, false);
+        self.push_query(&mut url, head, args);
+        url
+    }
+
+    /// `<vroot><repo>/`, what every page link starts with.
+    pub fn base(&self) -> String {
+        let mut base = String::new();
+        self.push_base(&mut base);
+        base
+    }
+
+    /// The `?h=..&args` a [`page`](Self::page) link ends with (empty without arguments).
+    pub fn query(&self, head: Option<&str>, args: &[(&str, &str)]) -> String {
+        let mut query = String::new();
+        self.push_query(&mut query, head, args);
+        query
+    }
+
+    fn push_base(&self, url: &mut String) {
+        url.push_str(self.vroot);
+        escape_into(url, self.repo_url.as_bytes(), always_escaped, false);
+        url.push('/');
+    }
+
+    fn push_query(&self, url: &mut String, head: Option<&str>, args: &[(&str, &str)]) {
         let head = head.filter(|h| *h != self.defbranch);
         let all = head
             .map(|h| ("h", h))
             .into_iter()
             .chain(args.iter().copied());
-        // one allocation for the usual link (no byte that needs escaping)
-        let args_len: usize = all.clone().map(|(n, v)| n.len() + v.len() + 2).sum();
-        let mut url = String::with_capacity(
-            self.vroot.len()
-                + self.repo_url.len()
-                + page.len()
-                + path.map_or(0, <[u8]>::len)
-                + args_len
-                + 8,
-        );
-        url.push_str(self.vroot);
-        escape_into(&mut url, self.repo_url.as_bytes(), always_escaped, false);
-        url.push('/');
-        url.push_str(page);
-        url.push('/');
-        if let Some(path) = path {
-            escape_into(&mut url, path, always_escaped, false);
-        }
         for (i, (name, value)) in all.enumerate() {
             url.push(if i == 0 { '?' } else { '&' });
             url.push_str(name);
             url.push('=');
-            escape_into(&mut url, value.as_bytes(), arg_escaped, true);
+            escape_into(url, value.as_bytes(), arg_escaped, true);
         }
-        url
     }
 }
 
