@@ -52,17 +52,6 @@ fn post(addr: &str, target: &str, body: &str) -> Response {
     read_response(&mut stream)
 }
 
-/// Form encoding of a value.
-fn form(value: &str) -> String {
-    value
-        .bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 /// The `name=value` of a `Set-Cookie` header.
 fn cookie(r: &Response) -> String {
     let set = r.header("Set-Cookie").expect("a Set-Cookie header");
@@ -146,8 +135,8 @@ fn simple_authentication_lua_protects_a_repository() {
             "/?p=login",
             &format!(
                 "username=alice&password={}&redirect={}",
-                form(password),
-                form(&redirect)
+                url_encode(password),
+                url_encode(&redirect)
             ),
         )
     };

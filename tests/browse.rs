@@ -917,17 +917,6 @@ fn huge_trees_and_blobs_are_cut_with_a_note() {
     assert_eq!(plain.body.len(), 3_400_000, "plain serves the whole file");
 }
 
-/// Percent-encodes a query value.
-fn url_encode(value: &str) -> String {
-    value
-        .bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 #[test]
 fn path_logs_follow_renames_like_git() {
     let site = build_site("enable-follow-links=1\nmax-commit-count=50\n");

@@ -58,15 +58,7 @@ fn rewritten_in_the_stamps_tick(tag: &str, options: &str) {
     git(dir.path(), &["clone", "-q", "--bare", "work", "r.git"]);
     let git_dir = dir.path().join("r.git");
     let heads = git_dir.join("refs/heads");
-    let rc = dir.path().join("cgitrc");
-    std::fs::write(
-        &rc,
-        format!(
-            "virtual-root=/\nmetrics-path=/metrics\n{options}repo.url=r\nrepo.path={}\n",
-            git_dir.display()
-        ),
-    )
-    .unwrap();
+    let rc = metrics_rc(dir.path(), &git_dir, options);
     let server = Server::start(&rc);
 
     // main moves to `second` just before the first request: its stamp sees a fresh mtime.

@@ -336,10 +336,14 @@ fn a_commit_graph_makes_path_limited_and_deep_logs_cheap() {
     // the deep page first: before any render there is no commit index, which would make it
     // cheap too (tests/commit_index.rs)
     let urls = ["/r/log/?ofs=1000", "/r/log/f0.txt", "/r/atom/f0.txt"];
-    let server = Server::start(&rc);
-    for url in urls {
-        server.page(url);
-    }
+    let serve_urls = || {
+        let server = Server::start(&rc);
+        for url in urls {
+            server.page(url);
+        }
+        server
+    };
+    let server = serve_urls();
     assert_eq!(
         ran(&server, "expensive"),
         3.0,
@@ -350,10 +354,7 @@ fn a_commit_graph_makes_path_limited_and_deep_logs_cheap() {
         &work,
         &["commit-graph", "write", "--reachable", "--changed-paths"],
     );
-    let server = Server::start(&rc);
-    for url in urls {
-        server.page(url);
-    }
+    let server = serve_urls();
     assert_eq!(
         ran(&server, "expensive"),
         0.0,

@@ -18,15 +18,7 @@ fn build(root: &Path, options: &str) -> (PathBuf, PathBuf, String) {
     git(root, &["clone", "-q", "--bare", "work", "r.git"]);
     let git_dir = root.join("r.git");
     git(&git_dir, &["update-ref", "refs/heads/main", &first]);
-    let rc = root.join("cgitrc");
-    std::fs::write(
-        &rc,
-        format!(
-            "virtual-root=/\nmetrics-path=/metrics\n{options}repo.url=r\nrepo.path={}\n",
-            git_dir.display()
-        ),
-    )
-    .unwrap();
+    let rc = metrics_rc(root, &git_dir, options);
     (rc, git_dir, second)
 }
 

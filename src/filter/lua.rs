@@ -255,25 +255,22 @@ fn install(lua: &Lua, call: &Rc<RefCell<Call>>) -> mlua::Result<()> {
 
 /// cgit's `html_txt`: `<`, `>` and `&` as entities.
 fn html_txt(s: &[u8], out: &mut Vec<u8>) {
-    for &c in s {
-        match c {
-            b'<' => out.extend_from_slice(b"&lt;"),
-            b'>' => out.extend_from_slice(b"&gt;"),
-            b'&' => out.extend_from_slice(b"&amp;"),
-            _ => out.push(c),
-        }
-    }
+    html_escape(s, out, false);
 }
 
 /// cgit's `html_attr`: also both quotes.
 fn html_attr(s: &[u8], out: &mut Vec<u8>) {
+    html_escape(s, out, true);
+}
+
+fn html_escape(s: &[u8], out: &mut Vec<u8>, quotes: bool) {
     for &c in s {
         match c {
             b'<' => out.extend_from_slice(b"&lt;"),
             b'>' => out.extend_from_slice(b"&gt;"),
-            b'\'' => out.extend_from_slice(b"&#x27;"),
-            b'"' => out.extend_from_slice(b"&quot;"),
             b'&' => out.extend_from_slice(b"&amp;"),
+            b'\'' if quotes => out.extend_from_slice(b"&#x27;"),
+            b'"' if quotes => out.extend_from_slice(b"&quot;"),
             _ => out.push(c),
         }
     }

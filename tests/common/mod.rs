@@ -210,6 +210,29 @@ fn metric_value(text: &str, name: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
 }
 
+/// Percent-encodes a query or form value (all but letters, digits and `-_.`).
+pub fn url_encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Writes `dir/cgitrc` serving the repository `git_dir` as `r`, with `/metrics` and `options`
+/// (whole lines) before it; returns its path.
+pub fn metrics_rc(dir: &Path, git_dir: &Path, options: &str) -> PathBuf {
+    let rc = dir.join("cgitrc");
+    let text = format!(
+        "virtual-root=/\nmetrics-path=/metrics\n{options}repo.url=r\nrepo.path={}\n",
+        git_dir.display()
+    );
+    std::fs::write(&rc, text).unwrap();
+    rc
+}
+
 /// A running cgitd, killed on drop.
 pub struct Server {
     child: Child,
