@@ -93,6 +93,126 @@ impl FragmentCache {
     }
 }
 
+/// Recent walks by (tips, exclusions, path, order); bounded in entries (each holds at most one
+/// walk budget of ids).
+#[derive(Debug)]
+pub struct WalkCache {
+    entries: Mutex<LruCache<String, Arc<WalkIds>>>,
+}
+
+/// Walks remembered at once.
+const WALKS: usize = 16;
+
+impl Default for WalkCache {
+    fn default() -> Self {
+        WalkCache {
+            entries: Mutex::new(LruCache::new(
+                std::num::NonZeroUsize::new(WALKS).expect("non-zero"),
+            )),
+        }
+    }
+}
+
+impl WalkMemo for WalkCache {
+    fn get(&self, key: &str) -> Option<Arc<WalkIds>> {
+        self.lock().get(key).cloned()
+    }
+
+    fn put(&self, key: String, walk: Arc<WalkIds>) {
+        self.lock().put(key, walk);
+    }
+}
+
+impl WalkCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<String, Arc<WalkIds>>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Facts about objects by id that never change, in any repository: object sizes (tree
+/// listings show one per entry; reading a packed object's header can mean inflating the start
+/// of its delta), and which trees hold a single directory (listings collapse those).
+///
+/// Two generations of plain hash maps, not an LRU: a lookup is one probe with the id inline
+/// (no node to chase), an insert allocates nothing until the current generation grows, and
+/// when it is full it becomes the old one, whose facts still asked for move over.
+#[derive(Debug, Default)]
+pub struct IdMemo<V> {
+    generations: Mutex<Generations<V>>,
+}
+
+/// Object sizes by id.
+pub type ObjectSizes = IdMemo<u64>;
+
+type IdMap<V> = std::collections::HashMap<gix::ObjectId, V, gix::hashtable::hash::Builder>;
+
+#[derive(Debug)]
+struct Generations<V> {
+    current: IdMap<V>,
+    old: IdMap<V>,
+}
+
+impl<V> Default for Generations<V> {
+    fn default() -> Self {
+        Generations {
+            current: IdMap::default(),
+            old: IdMap::default(),
+        }
+    }
+}
+
+/// Facts of one generation (two are kept: for sizes at most about 9 MiB).
+const GENERATION: usize = 100_000;
+
+impl<V: Copy> IdMemo<V> {
+    /// What is remembered of `id`.
+    pub fn get(&self, id: gix::ObjectId) -> Option<V> {
+        self.lock().get(&id)
+    }
+
+    /// Remembers `value` for `id`.
+    pub fn insert(&self, id: gix::ObjectId, value: V) {
+        self.lock().insert(id, value);
+    }
+
+    /// What is remembered of `id`, else what `read` finds (then remembered).
+    pub fn get_or_read<E>(
+        &self,
+        id: gix::ObjectId,
+        read: impl FnOnce() -> Result<V, E>,
+    ) -> Result<V, E> {
+        if let Some(value) = self.get(id) {
+            return Ok(value);
+        }
+        let value = read()?;
+        self.insert(id, value);
+        Ok(value)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Generations<V>> {
+        self.generations.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl<V: Copy> Generations<V> {
+    fn get(&mut self, id: &gix::ObjectId) -> Option<V> {
+        if let Some(value) = self.current.get(id) {
+            return Some(*value);
+        }
+        let value = self.old.remove(id)?;
+        self.insert(*id, value);
+        Some(value)
+    }
+
+    fn insert(&mut self, id: gix::ObjectId, value: V) {
+        if self.current.len() >= GENERATION {
+            self.old = std::mem::take(&mut self.current);
+            self.current.reserve(GENERATION);
+        }
+        self.current.insert(id, value);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,87 +277,35 @@ mod tests {
         );
         assert!(cache.is_empty());
     }
-}
 
-/// Recent walks by (tips, exclusions, path, order); bounded in entries (each holds at most one
-/// walk budget of ids).
-#[derive(Debug)]
-pub struct WalkCache {
-    entries: Mutex<LruCache<String, Arc<WalkIds>>>,
-}
+    /// Distinct ids whose first bytes look random, as a hash's do (the memo's hasher uses them).
+    fn id(n: usize) -> gix::ObjectId {
+        let mut bytes = [0u8; 20];
+        let mixed = (n as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        bytes[..8].copy_from_slice(&mixed.to_le_bytes());
+        bytes[12..].copy_from_slice(&(n as u64).to_le_bytes());
+        gix::ObjectId::from_bytes_or_panic(&bytes)
+    }
 
-/// Walks remembered at once.
-const WALKS: usize = 16;
-
-impl Default for WalkCache {
-    fn default() -> Self {
-        WalkCache {
-            entries: Mutex::new(LruCache::new(
-                std::num::NonZeroUsize::new(WALKS).expect("non-zero"),
-            )),
+    #[test]
+    fn id_memo_keeps_what_is_asked_for_and_forgets_the_rest() {
+        let memo = IdMemo::<u64>::default();
+        for n in 0..GENERATION {
+            memo.insert(id(n), n as u64);
         }
-    }
-}
-
-impl WalkMemo for WalkCache {
-    fn get(&self, key: &str) -> Option<Arc<WalkIds>> {
-        self.lock().get(key).cloned()
-    }
-
-    fn put(&self, key: String, walk: Arc<WalkIds>) {
-        self.lock().put(key, walk);
-    }
-}
-
-impl WalkCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<String, Arc<WalkIds>>> {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// Object sizes by id (tree listings show one per entry; reading a packed object's header can
-/// mean inflating the start of its delta). Sizes never change for an id, in any repository.
-#[derive(Debug)]
-pub struct ObjectSizes {
-    /// Hashed by the ids' first bytes (they are hashes already), not by SipHash.
-    entries: Mutex<LruCache<gix::ObjectId, u64, gix::hashtable::hash::Builder>>,
-}
-
-/// Sizes remembered at once (about 8 MiB).
-const SIZES: usize = 100_000;
-
-impl Default for ObjectSizes {
-    fn default() -> Self {
-        ObjectSizes {
-            entries: Mutex::new(LruCache::with_hasher(
-                std::num::NonZeroUsize::new(SIZES).expect("non-zero"),
-                gix::hashtable::hash::Builder,
-            )),
+        // a full generation turns old; what is still asked for moves over
+        memo.insert(id(GENERATION), 0);
+        assert_eq!(memo.get(id(7)), Some(7));
+        for n in GENERATION + 1..3 * GENERATION {
+            memo.insert(id(n), n as u64);
         }
-    }
-}
-
-impl ObjectSizes {
-    /// The size of `id`, from the cache or from `read`.
-    pub fn get_or_read<E>(
-        &self,
-        id: gix::ObjectId,
-        read: impl FnOnce() -> Result<u64, E>,
-    ) -> Result<u64, E> {
-        // (`peek`: a size never changes, so entries leave in the order they came, and a
-        // lookup writes nothing)
-        if let Some(size) = self.lock().peek(&id) {
-            return Ok(*size);
-        }
-        let size = read()?;
-        self.lock().put(id, size);
-        Ok(size)
-    }
-
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, LruCache<gix::ObjectId, u64, gix::hashtable::hash::Builder>>
-    {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+        assert_eq!(memo.get(id(8)), None, "two generations later it is gone");
+        assert_eq!(
+            memo.get(id(3 * GENERATION - 1)),
+            Some(3 * GENERATION as u64 - 1)
+        );
+        let generations = memo.lock();
+        let kept = generations.current.len() + generations.old.len();
+        assert!(kept <= 2 * GENERATION, "{kept} facts kept");
     }
 }

@@ -117,24 +117,48 @@ pub fn object_kind(repo: &gix::Repository, id: ObjectId) -> Option<gix::object::
 }
 
 /// The names of a chain of directories that each hold exactly one directory (cgit shows
-/// `a / b / c` as one row), starting below `tree`. Bounded to `max` links.
+/// `a / b / c` as one row), starting below `tree`. Bounded to `max` links. Each tree is only
+/// walked to its second entry, and nothing of it is kept but a chain link.
 pub fn single_child_chain(
     repo: &gix::Repository,
     tree: ObjectId,
     max: usize,
+    buf: &mut Vec<u8>,
 ) -> Result<Vec<Entry>, GitError> {
     let mut chain = Vec::new();
     let mut current = tree;
     while chain.len() < max {
-        let mut children = entries(repo, current)?;
-        if children.len() != 1 || !children[0].mode.is_tree() {
+        let Some(child) = only_subdirectory(repo, current, buf)? else {
             break;
-        }
-        let child = children.remove(0);
+        };
         current = child.id;
         chain.push(child);
     }
     Ok(chain)
+}
+
+/// The entry of a tree that holds one entry, a directory, and nothing else.
+fn only_subdirectory(
+    repo: &gix::Repository,
+    tree: ObjectId,
+    buf: &mut Vec<u8>,
+) -> Result<Option<Entry>, GitError> {
+    let mut iter = repo
+        .objects
+        .find_tree_iter(&tree, buf)
+        .map_err(|_| GitError::NotFound(format!("Bad tree: {tree}")))?;
+    let first = match iter.next() {
+        Some(entry) => entry.map_err(GitError::internal)?,
+        None => return Ok(None),
+    };
+    if !first.mode.is_tree() || iter.next().is_some() {
+        return Ok(None);
+    }
+    Ok(Some(Entry {
+        name: first.filename.to_owned(),
+        mode: first.mode,
+        id: first.oid.to_owned(),
+    }))
 }
 
 /// A blob's bytes, possibly only its beginning.

@@ -124,6 +124,7 @@ impl App {
             fragments: Arc::clone(&old.fragments),
             walks: Arc::clone(&old.walks),
             sizes: Arc::clone(&old.sizes),
+            single_child_trees: Arc::clone(&old.single_child_trees),
             cutoffs: old.cutoffs.clone(),
             highlights: old.highlights.clone(),
         };

@@ -45,6 +45,8 @@ pub struct Site {
     pub walks: Arc<crate::cache::WalkCache>,
     /// Object sizes for tree listings (kept across reloads).
     pub sizes: Arc<crate::cache::ObjectSizes>,
+    /// Which trees hold a single directory, for tree listings (kept across reloads).
+    pub single_child_trees: Arc<crate::cache::IdMemo<bool>>,
     /// Pages cut short by their work budget (a metric, kept across reloads).
     pub cutoffs: prometheus_client::metrics::counter::Counter,
     /// In-process highlighting counts (metrics, kept across reloads).
@@ -134,6 +136,7 @@ impl Site {
             fragments: Arc::new(fragments),
             walks: Arc::default(),
             sizes: Arc::default(),
+            single_child_trees: Arc::default(),
             cutoffs: Default::default(),
             highlights: Default::default(),
         }

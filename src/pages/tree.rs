@@ -3,6 +3,7 @@
 //! hex dumps. Large trees and blobs are cut to a bounded size, with a note.
 
 use super::parts::frame::{self, Frame};
+use super::parts::html;
 use super::parts::links::escape_path;
 use super::parts::shared;
 use super::{PageError, RepoCtx, Response};
@@ -38,28 +39,35 @@ impl TreeLinks<'_, '_> {
     }
 }
 
-/// One name link of a listing row.
-struct NameLink {
-    class: String,
-    href: String,
-    label: String,
-}
-
-struct Row {
+/// One row of a listing; its name links to the entry's tree page unless it is a submodule.
+struct Row<'e> {
     mode: &'static str,
-    /// Directory chains have several links, joined by ` / `.
-    names: Vec<NameLink>,
-    /// A submodule without a link format.
-    plain_name: Option<String>,
-    /// ` @ <7 hex>` for submodules.
-    module_rev: Option<String>,
-    symlink: Option<SymlinkTarget>,
+    label: std::borrow::Cow<'e, str>,
+    kind: RowKind<'e>,
     size: u64,
-    /// The entry's path, escaped for its buttons' links.
+    /// The entry's path, escaped for links (URL, then HTML): its name and buttons link to it.
     path: String,
     /// Which of the buttons besides log (and stats) the row has.
     plain: bool,
     blame: bool,
+}
+
+enum RowKind<'e> {
+    /// A directory, followed by the chain of single directories below it (`a / b / c`).
+    Dir(Vec<ChainLink>),
+    /// A file: `ext` is its name's extension (a CSS class), `symlink` a link's target.
+    File {
+        ext: Option<std::borrow::Cow<'e, str>>,
+        symlink: Option<SymlinkTarget>,
+    },
+    /// A submodule, linked where a module-link format says how; ` @ <7 hex>`.
+    Module { href: Option<String>, rev: String },
+}
+
+/// One further directory of a chain: its tree page and its name.
+struct ChainLink {
+    href: String,
+    label: String,
 }
 
 struct SymlinkTarget {
@@ -69,16 +77,17 @@ struct SymlinkTarget {
 
 #[derive(Template)]
 #[template(path = "tree.html")]
-struct Listing {
-    rows: Vec<Row>,
+struct Listing<'e> {
+    rows: Vec<Row<'e>>,
     omitted: usize,
     buttons: ButtonLinks,
 }
 
-/// What the rows' buttons link to: `<base><page>/<row path><query>`, built once a listing.
+/// What the rows' links are: `<base><page>/<row path><query>`, built (and HTML-escaped) once
+/// a listing.
 struct ButtonLinks {
     base: String,
-    /// The query of the log, plain and blame buttons (`h` and `id`).
+    /// The query of the name links and the log, plain and blame buttons (`h` and `id`).
     rev: String,
     /// The query of the stats button (`h` only), when stats are on.
     stats: Option<String>,
@@ -129,7 +138,8 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     }
     let html = match gtree::find(ctx.repo, root, path)? {
         Some(Found::Tree(id)) => {
-            let body = listing(ctx, &links, id, path)?;
+            let entries = gtree::entries(ctx.repo, id)?;
+            let body = listing(ctx, &links, &entries, path)?;
             frame::wrap_sized(ctx.site, &frame, &body, body.rows.len() * ROW_BYTES)?
         }
         Some(Found::Blob { id, .. }) => {
@@ -153,42 +163,78 @@ fn join(dir: &BStr, name: &[u8]) -> Vec<u8> {
     p
 }
 
-fn listing(
+fn listing<'e>(
     ctx: &RepoCtx<'_>,
     links: &TreeLinks<'_, '_>,
-    tree: ObjectId,
+    entries: &'e [Entry],
     dir: &BStr,
-) -> Result<Listing, GitError> {
-    let entries = gtree::entries(ctx.repo, tree)?;
+) -> Result<Listing<'e>, GitError> {
     let omitted = entries.len().saturating_sub(MAX_ROWS);
     let mut chain_lookups = 0;
     let mut rows = Vec::with_capacity(entries.len().min(MAX_ROWS));
     // each entry's path: the directory's, then the name (one buffer for all rows)
     let mut full = join(dir, b"");
     let dir_len = full.len();
+    let mut tree_buf = Vec::new();
     for e in entries.iter().take(MAX_ROWS) {
         full.truncate(dir_len);
         full.extend_from_slice(&e.name);
-        let row = if e.mode.is_tree() {
+        let kind = if e.mode.is_tree() {
             let chain = if chain_lookups < MAX_CHAIN_LOOKUPS {
                 chain_lookups += 1;
-                gtree::single_child_chain(ctx.repo, e.id, 32)?
+                single_child_chain(ctx, e.id, &mut tree_buf)?
             } else {
                 Vec::new()
             };
-            dir_row(ctx, links, e, &full, &chain)?
+            RowKind::Dir(chain_links(links, &full, &chain))
         } else if e.mode.is_commit() {
-            module_row(ctx, e, &full)
+            module_kind(ctx, e, &full)
         } else {
-            file_row(ctx, links, e, dir, &full)?
+            RowKind::File {
+                ext: extension(e.name.as_bstr()),
+                symlink: match e.mode.is_link() {
+                    true => Some(symlink_target(ctx, links, e.id, dir)?),
+                    false => None,
+                },
+            }
         };
-        rows.push(row);
+        let is_file = matches!(kind, RowKind::File { .. });
+        rows.push(Row {
+            mode: mode_string(e.mode),
+            label: e.name.to_str_lossy(),
+            size: match kind {
+                RowKind::Module { .. } => 0,
+                _ => ctx.object_size(e.id)?,
+            },
+            path: html::escape(&escape_path(&full)),
+            // No blame for directories and submodules (cgit's blame button there is a 404).
+            plain: !matches!(kind, RowKind::Module { .. }),
+            blame: is_file && ctx.state.config.opts.enable_blame,
+            kind,
+        });
     }
     Ok(Listing {
         rows,
         omitted,
         buttons: button_links(ctx),
     })
+}
+
+/// The chain of single directories below the directory `tree`. Whether a tree is such a
+/// link is remembered by id across requests: most directories are not, and finding that out
+/// means reading them.
+fn single_child_chain(
+    ctx: &RepoCtx<'_>,
+    tree: ObjectId,
+    buf: &mut Vec<u8>,
+) -> Result<Vec<Entry>, GitError> {
+    let memo = &ctx.site.single_child_trees;
+    if memo.get(tree) == Some(false) {
+        return Ok(Vec::new());
+    }
+    let chain = gtree::single_child_chain(ctx.repo, tree, 32, buf)?;
+    memo.insert(tree, !chain.is_empty());
+    Ok(chain)
 }
 
 fn button_links(ctx: &RepoCtx<'_>) -> ButtonLinks {
@@ -199,48 +245,36 @@ fn button_links(ctx: &RepoCtx<'_>) -> ButtonLinks {
     let rev_args: &[(&str, &str)] = rev_args.as_ref().map_or(&[], |a| &a[..]);
     let stats_on = ctx.state.config.opts.max_stats.is_some();
     ButtonLinks {
-        base: links.base(),
-        rev: links.query(head, rev_args),
-        stats: stats_on.then(|| links.query(head, &[])),
+        base: html::escape(&links.base()),
+        rev: html::escape(&links.query(head, rev_args)),
+        stats: stats_on.then(|| html::escape(&links.query(head, &[]))),
     }
 }
 
-fn dir_row(
-    ctx: &RepoCtx<'_>,
-    links: &TreeLinks<'_, '_>,
-    e: &Entry,
-    full: &[u8],
-    chain: &[Entry],
-) -> Result<Row, GitError> {
-    let mut names = vec![NameLink {
-        class: "ls-dir".into(),
-        href: links.page("tree", Some(full)),
-        label: e.name.to_str_lossy().into_owned(),
-    }];
+/// The links of the directories of a chain below `full`.
+fn chain_links(links: &TreeLinks<'_, '_>, full: &[u8], chain: &[Entry]) -> Vec<ChainLink> {
     let mut path = full.to_vec();
+    let mut out = Vec::with_capacity(chain.len());
     for c in chain {
         path.push(b'/');
         path.extend_from_slice(&c.name);
-        names.push(NameLink {
-            class: "ls-dir".into(),
+        out.push(ChainLink {
             href: links.page("tree", Some(&path)),
             label: c.name.to_str_lossy().into_owned(),
         });
     }
-    Ok(Row {
-        mode: mode_string(e.mode),
-        names,
-        plain_name: None,
-        module_rev: None,
-        symlink: None,
-        size: ctx.object_size(e.id)?,
-        path: escape_path(full),
-        plain: true,
-        blame: false,
-    })
+    out
 }
 
-fn module_row(ctx: &RepoCtx<'_>, e: &Entry, full: &[u8]) -> Row {
+/// A file name's extension, which cgit adds to the link's classes (`ls-blob c`).
+fn extension(name: &BStr) -> Option<std::borrow::Cow<'_, str>> {
+    match name.rsplit_str(".").next() {
+        Some(ext) if ext.len() < name.len() && !ext.is_empty() => Some(ext.to_str_lossy()),
+        _ => None,
+    }
+}
+
+fn module_kind<'e>(ctx: &RepoCtx<'_>, e: &Entry, full: &[u8]) -> RowKind<'e> {
     let cfg = &ctx.state.config;
     let hex = e.id.to_string();
     let path = full.to_str_lossy();
@@ -252,65 +286,10 @@ fn module_row(ctx: &RepoCtx<'_>, e: &Entry, full: &[u8]) -> Row {
             .as_ref()
             .map(|format| format.replacen("%s", &path, 1).replacen("%s", &hex, 1)),
     };
-    let label = e.name.to_str_lossy().into_owned();
-    let (names, plain_name) = match href {
-        Some(href) => (
-            vec![NameLink {
-                class: "ls-mod".into(),
-                href,
-                label,
-            }],
-            None,
-        ),
-        None => (Vec::new(), Some(label)),
-    };
-    Row {
-        mode: mode_string(e.mode),
-        names,
-        plain_name,
-        module_rev: Some(hex[..7].to_string()),
-        symlink: None,
-        size: 0,
-        // No blame: a submodule is no file (cgit's blame button here is a 404).
-        path: escape_path(full),
-        plain: false,
-        blame: false,
+    RowKind::Module {
+        href,
+        rev: hex[..7].to_string(),
     }
-}
-
-fn file_row(
-    ctx: &RepoCtx<'_>,
-    links: &TreeLinks<'_, '_>,
-    e: &Entry,
-    dir: &BStr,
-    full: &[u8],
-) -> Result<Row, GitError> {
-    let class = match e.name.rsplit_str(".").next() {
-        Some(ext) if ext.len() < e.name.len() && !ext.is_empty() => {
-            format!("ls-blob {}", ext.to_str_lossy())
-        }
-        _ => "ls-blob".into(),
-    };
-    let symlink = if e.mode.is_link() {
-        Some(symlink_target(ctx, links, e.id, dir)?)
-    } else {
-        None
-    };
-    Ok(Row {
-        mode: mode_string(e.mode),
-        names: vec![NameLink {
-            class,
-            href: links.page("tree", Some(full)),
-            label: e.name.to_str_lossy().into_owned(),
-        }],
-        plain_name: None,
-        module_rev: None,
-        symlink,
-        size: ctx.object_size(e.id)?,
-        path: escape_path(full),
-        plain: true,
-        blame: ctx.state.config.opts.enable_blame,
-    })
 }
 
 /// A symlink's target, linked when it stays inside the repository.
