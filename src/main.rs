@@ -7,6 +7,12 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// jemalloc: per-thread caches instead of glibc's locked arenas (a distinct-URL crawl makes
+/// about a quarter more pages a second), and background threads that hand freed memory back
+/// to the system after a burst of large pages.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// A resident, cgit-compatible git web frontend.
 ///
 /// Reads a cgitrc (cgit's configuration format: same options, same URLs) once and serves
@@ -61,7 +67,6 @@ struct ServeArgs {
 }
 
 fn main() -> ExitCode {
-    limit_malloc_arenas();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -75,32 +80,6 @@ fn main() -> ExitCode {
         Command::CheckConfig { file } => check_config(&file),
         Command::Render { url, config } => render(&url, &config),
     }
-}
-
-/// glibc gives every thread that allocates its own malloc arena and keeps freed memory there;
-/// with a pool of git workers that retains far more than the caches hold. Two arenas keep the
-/// resident size close to what is live, at no measurable cost in throughput here.
-fn limit_malloc_arenas() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: called first thing in main, before any other thread exists or allocates.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
-    }
-}
-
-/// Every few seconds hands the heap's free pages back to the system: after a burst of large
-/// diffs glibc would otherwise keep them, and the resident size would stay at the burst's peak.
-fn spawn_heap_trimmer() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    std::thread::spawn(|| {
-        loop {
-            std::thread::sleep(std::time::Duration::from_secs(5));
-            // SAFETY: malloc_trim only walks and releases glibc's own free lists.
-            unsafe {
-                libc::malloc_trim(0);
-            }
-        }
-    });
 }
 
 /// Loads the configuration named by `--config`, else `$CGIT_CONFIG`, else the embedded default;
@@ -145,7 +124,6 @@ fn serve(args: ServeArgs) -> ExitCode {
     };
     let repos = config.repos.len();
     let source = config.source.clone();
-    spawn_heap_trimmer();
     runtime.block_on(async move {
         let listener = match tokio::net::TcpListener::bind(&args.listen).await {
             Ok(l) => l,
