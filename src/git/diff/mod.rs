@@ -396,7 +396,9 @@ impl Differ<'_, '_> {
             return self.count_only(old, new, bytes);
         }
         self.bytes_left -= bytes;
-        let (a, b) = (self.side(old)?, self.side(new)?);
+        // The new side first: packs mostly store the older version as a delta against the
+        // newer one, and gix keeps the object just read, so the old side is then one delta away.
+        let (b, a) = (self.side(new)?, self.side(old)?);
         if let Some(binary) = binary_content(&a, &b) {
             return Ok((binary, 0, 0, true));
         }
@@ -431,7 +433,7 @@ impl Differ<'_, '_> {
             return Ok((Content::TooLarge, 0, 0, false));
         }
         self.count_bytes_left -= bytes;
-        let (a, b) = (self.side(old)?, self.side(new)?);
+        let (b, a) = (self.side(new)?, self.side(old)?);
         if let Some(binary) = binary_content(&a, &b) {
             return Ok((binary, 0, 0, true));
         }

@@ -125,8 +125,9 @@ impl Walk<'_> {
         old: Option<ObjectId>,
         new: Option<ObjectId>,
     ) -> Result<(), GitError> {
-        let old = read_tree(self.repo, old)?;
+        // (the new side first, like blobs: see `Differ::content`)
         let new = read_tree(self.repo, new)?;
+        let old = read_tree(self.repo, old)?;
         let (mut i, mut j) = (0, 0);
         while i < old.len() || j < new.len() {
             let order = match (old.get(i), new.get(j)) {
