@@ -192,9 +192,10 @@ fn listing<'e>(
         } else {
             RowKind::File {
                 ext: extension(e.name.as_bstr()),
-                symlink: match e.mode.is_link() {
-                    true => Some(symlink_target(ctx, links, e.id, dir)?),
-                    false => None,
+                symlink: if e.mode.is_link() {
+                    Some(symlink_target(ctx, links, e.id, dir)?)
+                } else {
+                    None
                 },
             }
         };
@@ -207,8 +208,8 @@ fn listing<'e>(
                 _ => ctx.object_size(e.id)?,
             },
             path: html::escape(&escape_path(&full)),
-            // No blame for directories and submodules (cgit's blame button there is a 404).
             plain: !matches!(kind, RowKind::Module { .. }),
+            // No blame for directories and submodules (cgit's blame button there is a 404).
             blame: is_file && ctx.state.config.opts.enable_blame,
             kind,
         });
