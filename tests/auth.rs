@@ -188,10 +188,9 @@ fn simple_authentication_lua_protects_a_repository() {
 fn an_exec_auth_filter_gets_cgits_arguments_and_writes_the_response() {
     let dir = TempDir::new("auth-exec");
     let filter = dir.path().join("auth.sh");
-    std::fs::write(
+    write_script(
         &filter,
-        r#"#!/bin/sh
-# cgit's auth-filter protocol in shell: the cookie "session=ok" opens repository "secret".
+        r#"# cgit's auth-filter protocol in shell: the cookie "session=ok" opens repository "secret".
 case "$1" in
 authenticate-cookie)
     [ "$9" = secret ] || exit 1
@@ -213,10 +212,7 @@ body)
 esac
 exit 0
 "#,
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&filter, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let rc = site(
         dir.path(),
         &format!("auth-filter=exec:{}", filter.display()),
@@ -308,15 +304,12 @@ fn pages_are_not_shared_between_requests_with_different_cookies() {
     let dir = TempDir::new("auth-concurrent");
     let filter = dir.path().join("slow-auth.sh");
     // A slow cookie check, so that the requests below overlap.
-    std::fs::write(
+    write_script(
         &filter,
-        "#!/bin/sh\ncase \"$1\" in\nauthenticate-cookie)\n    sleep 0.3\n    \
+        "case \"$1\" in\nauthenticate-cookie)\n    sleep 0.3\n    \
          case \"$2\" in *session=ok*) exit 1 ;; esac\n    exit 0 ;;\n\
          body) printf '<h2>Authentication Required</h2>' ;;\nesac\nexit 0\n",
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&filter, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     // A worker per request: the filter's time is the page's time, and queued pages are shed.
     let rc = site(
         dir.path(),

@@ -6,15 +6,8 @@
 mod common;
 
 use common::*;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::LazyLock;
-
-/// Writes an executable shell script.
-fn script(path: &Path, body: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::write(path, format!("#!/bin/sh\n{body}")).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
 
 /// A repository with one commit (a message with markup and a bug number, a note, a C file)
 /// and an annotated tag, built once: (work tree, commit id).
@@ -52,12 +45,12 @@ fn setup(dir: &TempDir, globals: &str) -> (PathBuf, String) {
 fn commit_filter_and_email_filter_on_the_commit_page() {
     let dir = TempDir::new("filters");
     let commit_filter = dir.path().join("commit-filter.sh");
-    script(
+    write_script(
         &commit_filter,
         "printf '[%s]' \"$CGIT_REPO_URL\"\nsed 's|#\\([0-9]*\\)|<a href=\"/bugs/\\1\">#\\1</a>|g'\n",
     );
     let email_filter = dir.path().join("email-filter.sh");
-    script(&email_filter, "printf '{%s %s}' \"$1\" \"$2\"\ncat\n");
+    write_script(&email_filter, "printf '{%s %s}' \"$1\" \"$2\"\ncat\n");
     let globals = format!(
         "commit-filter=exec:{}\nemail-filter={}\n",
         commit_filter.display(),
@@ -117,12 +110,12 @@ fn source_filter_highlights_blobs_and_owner_filter_the_index() {
     let dir = TempDir::new("source-filter");
     let source_filter = dir.path().join("highlight.sh");
     // a "highlighter" that names the file and escapes the raw text it is given
-    script(
+    write_script(
         &source_filter,
         "printf '<span class=\"hl\">%s:%s</span>' \"$1\" \"$CGIT_REPO_NAME\"\nsed 's/&/\\&amp;/g; s/</\\&lt;/g'\n",
     );
     let owner_filter = dir.path().join("owner.sh");
-    script(
+    write_script(
         &owner_filter,
         "printf '<a href=\"/people\">'\ncat\nprintf '</a>'\n",
     );
@@ -151,7 +144,7 @@ fn source_filter_highlights_blobs_and_owner_filter_the_index() {
 fn filtered_output_is_placed_as_cgit_places_it() {
     let dir = TempDir::new("filters-cgit");
     let filter = dir.path().join("mark.sh");
-    script(&filter, "printf '<i>%s|%s</i>' \"$1\" \"$2\"\ncat\n");
+    write_script(&filter, "printf '<i>%s|%s</i>' \"$1\" \"$2\"\ncat\n");
     let f = filter.display();
     let globals =
         format!("commit-filter={f}\nemail-filter={f}\nsource-filter={f}\nowner-filter={f}\n");

@@ -82,7 +82,6 @@ fn code(page: &str) -> &str {
     &between(page, start, "</code></pre></td>")[start.len()..]
 }
 
-/// A counter's value in the metrics text.
 #[test]
 fn languages_are_highlighted_by_name_extension_and_shebang() {
     let dir = TempDir::new("highlight-languages");
@@ -157,15 +156,7 @@ fn a_file_over_the_budget_is_shown_plain() {
 fn a_configured_source_filter_wins() {
     let dir = TempDir::new("highlight-filter");
     let filter = dir.path().join("filter.sh");
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::write(
-            &filter,
-            "#!/bin/sh\nprintf '<i>%s</i>' \"$1\"\nsed 's/</\\&lt;/g'\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&filter, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
+    write_script(&filter, "printf '<i>%s</i>' \"$1\"\nsed 's/</\\&lt;/g'\n");
     let options = format!("repo.source-filter=exec:{}", filter.display());
     let server = Server::start(&rc(dir.path(), &options));
     let filtered = server.page("/filtered/tree/src/main.c");

@@ -123,6 +123,13 @@ pub fn write(dir: &Path, path: &str, content: impl AsRef<[u8]>) {
     std::fs::write(full, content).unwrap();
 }
 
+/// Writes an executable shell script: `#!/bin/sh` and then `body`.
+pub fn write_script(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, format!("#!/bin/sh\n{body}")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// Stages everything and commits with `message` at `date` (ISO 8601); returns the commit id.
 pub fn commit_all(dir: &Path, message: &str, date: &str) -> String {
     git(dir, &["add", "-A"]);
