@@ -626,17 +626,9 @@ mod tests {
     }
 
     fn text(html: &str) -> String {
-        let mut out = String::new();
-        let mut in_tag = false;
-        for ch in html.chars() {
-            match ch {
-                '<' => in_tag = true,
-                '>' => in_tag = false,
-                c if !in_tag => out.push(c),
-                _ => {}
-            }
-        }
-        out.trim_end().to_string()
+        crate::pages::parts::html::strip_tags(html)
+            .trim_end()
+            .to_string()
     }
 
     /// The whole drawing of a walk, one string per line.

@@ -263,17 +263,8 @@ mod tests {
 
     /// The text with its tags removed and its entities decoded.
     fn text_of(html: &str) -> String {
-        let mut out = String::new();
-        let mut in_tag = false;
-        for c in html.chars() {
-            match c {
-                '<' => in_tag = true,
-                '>' => in_tag = false,
-                c if !in_tag => out.push(c),
-                _ => {}
-            }
-        }
-        out.replace("&lt;", "<")
+        crate::pages::parts::html::strip_tags(html)
+            .replace("&lt;", "<")
             .replace("&gt;", ">")
             .replace("&quot;", "\"")
             .replace("&#x27;", "'")

@@ -32,3 +32,19 @@ pub fn escape(text: &str) -> String {
     let _ = askama::filters::Escaper::write_escaped_str(&CgitHtml, &mut out, text);
     out
 }
+
+/// HTML with its tags removed (entities stay as they are): what tests compare rendered rows by.
+#[cfg(test)]
+pub fn strip_tags(html: &str) -> String {
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
