@@ -6,7 +6,7 @@
 //! budget is left plain; where the time budget runs out, the rest of the file is. Results are
 //! kept in the fragment cache by blob id.
 
-use super::html::CgitHtml;
+use super::html::escape_into;
 use crate::pages::RepoCtx;
 use gix::ObjectId;
 use std::collections::HashMap;
@@ -175,10 +175,6 @@ fn open(out: &mut String, class: &str) {
     out.push_str("<span class=\"");
     out.push_str(class);
     out.push_str("\">");
-}
-
-fn escape_into(out: &mut String, text: &str) {
-    let _ = askama::filters::Escaper::write_escaped_str(&CgitHtml, out, text);
 }
 
 /// The class of a scope's span, `None` for scopes that get none (the file's own, `meta`

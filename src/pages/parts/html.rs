@@ -29,8 +29,13 @@ impl askama::filters::Escaper for CgitHtml {
 /// Escapes text for HTML outside templates.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 16);
-    let _ = askama::filters::Escaper::write_escaped_str(&CgitHtml, &mut out, text);
+    escape_into(&mut out, text);
     out
+}
+
+/// Appends `text`, escaped for HTML, to `out`.
+pub fn escape_into(out: &mut String, text: &str) {
+    let _ = askama::filters::Escaper::write_escaped_str(&CgitHtml, out, text);
 }
 
 /// HTML with its tags removed (entities stay as they are): what tests compare rendered rows by.
