@@ -360,8 +360,15 @@ fn path_limited_log_equals_git_log() {
             "sub",
             "nothing",
         ] {
-            let page =
-                cgitd::git::log::path_log(&repo, bloom.clone(), tip, path.into(), 0, 100).unwrap();
+            let page = cgitd::git::log::path_log(
+                &cgitd::git::Repo::new(&repo, None),
+                bloom.clone(),
+                tip,
+                path.into(),
+                0,
+                100,
+            )
+            .unwrap();
             let ours: Vec<String> = page.commits.iter().map(|c| c.id.to_string()).collect();
             let expected: Vec<String> = git(&dir, &["log", "--format=%H", "main", "--", path])
                 .lines()
@@ -370,8 +377,15 @@ fn path_limited_log_equals_git_log() {
             assert_eq!(ours, expected, "{repo_dir}: log -- {path}");
             assert!(!page.has_more);
         }
-        let paged =
-            cgitd::git::log::path_log(&repo, bloom.clone(), tip, "f.txt".into(), 1, 1).unwrap();
+        let paged = cgitd::git::log::path_log(
+            &cgitd::git::Repo::new(&repo, None),
+            bloom.clone(),
+            tip,
+            "f.txt".into(),
+            1,
+            1,
+        )
+        .unwrap();
         let expected = git(
             &dir,
             &[

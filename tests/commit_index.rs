@@ -62,7 +62,11 @@ fn tips(dir: &Path) -> Vec<ObjectId> {
 
 /// The ids of the commits `q` lists.
 fn listed_ids(repo: &gix::Repository, q: &LogQuery) -> Vec<ObjectId> {
-    ids_of(&query(repo, q).unwrap().commits)
+    ids_of(
+        &query(&cgitd::git::Repo::new(repo, None), q)
+            .unwrap()
+            .commits,
+    )
 }
 
 fn ids_of(commits: &[cgitd::git::commit::CommitInfo]) -> Vec<ObjectId> {
@@ -137,7 +141,7 @@ fn log_pages_over_the_index_are_the_pages_over_the_objects() {
                     count: 10,
                     ..LogQuery::default()
                 };
-                let page = query(&repo, &q).unwrap();
+                let page = query(&cgitd::git::Repo::new(&repo, None), &q).unwrap();
                 (ids_of(&page.commits), page.has_more)
             };
             assert_eq!(page(Some(Arc::clone(&index))), page(None), "{tip} {skip}");
@@ -327,7 +331,13 @@ fn ancestry_from_the_index_is_gits() {
             } else {
                 no += 1
             }
-            let via_log = cgitd::git::log::is_ancestor(&repo, Some(&index), *a, *of).unwrap();
+            let via_log = cgitd::git::log::is_ancestor(
+                &cgitd::git::Repo::new(&repo, None),
+                Some(&index),
+                *a,
+                *of,
+            )
+            .unwrap();
             assert_eq!(via_log, known);
         }
     }

@@ -144,7 +144,7 @@ fn past_the_counting_budget_files_are_left_uncounted() {
         count_bytes: 30_000,
     };
     let tree = diff::diff_commits(
-        &repo,
+        &cgitd::git::Repo::new(&repo, None),
         Some(id(&f.old)),
         id(&f.new),
         &DiffOptions::default(),

@@ -2,6 +2,7 @@
 //! a wall-clock budget. The result is a pure function of (commit id, path), so it has a compact
 //! text form that callers may cache.
 
+use super::Repo;
 use super::error::GitError;
 use super::tree::entry_at;
 use gix::ObjectId;
@@ -28,7 +29,7 @@ pub enum Outcome {
 
 /// Blames `path` at `commit`, giving up after `budget`.
 pub fn blame(
-    repo: &gix::Repository,
+    repo: &Repo,
     commit: ObjectId,
     path: &BStr,
     budget: Duration,
@@ -85,7 +86,7 @@ pub fn blame(
 
 /// The first parent of `commit` with the path there, if the path exists in it.
 fn previous(
-    repo: &gix::Repository,
+    repo: &Repo,
     commit: ObjectId,
     path: &BStr,
 ) -> Result<Option<(ObjectId, BString)>, GitError> {

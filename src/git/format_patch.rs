@@ -1,6 +1,7 @@
 //! `git format-patch --stdout` text for single commits: mbox headers (RFC 2047 where git
 //! encodes), message, `---`, diffstat and summary, patch, signature.
 
+use super::Repo;
 use super::diff::{self, Abbrev, BinaryPatches, DiffOptions, Limits};
 use super::encoding::reencode;
 use super::error::GitError;
@@ -17,7 +18,7 @@ const ENCODED_WIDTH: usize = 76;
 /// What the mails of one patch share: the diff options, the path limit (cgit's `(limited to
 /// 'PATH')` patches), the signature, and the repository's abbreviations and zlib level.
 pub struct Mails<'r> {
-    repo: &'r gix::Repository,
+    repo: &'r Repo<'r>,
     opts: DiffOptions,
     path: Option<&'r [u8]>,
     signature: &'r str,
@@ -27,7 +28,7 @@ pub struct Mails<'r> {
 
 impl<'r> Mails<'r> {
     pub fn new(
-        repo: &'r gix::Repository,
+        repo: &'r Repo<'r>,
         opts: DiffOptions,
         path: Option<&'r [u8]>,
         signature: &'r str,

@@ -1,5 +1,6 @@
 //! History walks: plain, searched, ranged and path-limited logs.
 
+use super::Repo;
 use super::commit::{CommitInfo, Person, read_commit};
 use super::commit_graph::BloomFilters;
 use super::commit_index::CommitIndex;
@@ -216,12 +217,7 @@ pub struct LogQuery<'a> {
 }
 
 /// `count` commits from `tip` after skipping `skip`, newest first (git log's default order).
-pub fn log(
-    repo: &gix::Repository,
-    tip: ObjectId,
-    skip: usize,
-    count: usize,
-) -> Result<LogPage, GitError> {
+pub fn log(repo: &Repo, tip: ObjectId, skip: usize, count: usize) -> Result<LogPage, GitError> {
     query(
         repo,
         &LogQuery {
@@ -236,7 +232,7 @@ pub fn log(
 /// `count` commits from `tip` that change `path`, after skipping `skip`, with git's default
 /// history simplification.
 pub fn path_log(
-    repo: &gix::Repository,
+    repo: &Repo,
     bloom: Option<Arc<BloomFilters>>,
     tip: ObjectId,
     path: &BStr,
@@ -257,7 +253,7 @@ pub fn path_log(
 }
 
 /// Runs a log query within the walk budget.
-pub fn query(repo: &gix::Repository, q: &LogQuery<'_>) -> Result<LogPage, GitError> {
+pub fn query(repo: &Repo, q: &LogQuery<'_>) -> Result<LogPage, GitError> {
     if let (true, Some(path), false) = (q.rewrite_parents, q.path, q.follow)
         && super::tree::components(path).next().is_some()
     {
@@ -276,11 +272,7 @@ pub fn query(repo: &gix::Repository, q: &LogQuery<'_>) -> Result<LogPage, GitErr
 /// An unfiltered query answered from the ids of an earlier walk when it reached far enough;
 /// otherwise the walk is redone to twice the depth, so paging through history costs O(depth)
 /// in total rather than per page.
-fn cached_query(
-    repo: &gix::Repository,
-    q: &LogQuery<'_>,
-    walks: &dyn WalkMemo,
-) -> Result<LogPage, GitError> {
+fn cached_query(repo: &Repo, q: &LogQuery<'_>, walks: &dyn WalkMemo) -> Result<LogPage, GitError> {
     let key = format!(
         "{:?} {:?} {:?} {} {:?} {:?}",
         q.tips, q.hidden, q.path, q.follow, q.order, q.since
@@ -321,7 +313,7 @@ fn cached_query(
 /// Whether `ancestor` is `of` or one of its ancestors: from the commit index when it holds
 /// both, else by a merge base.
 pub fn is_ancestor(
-    repo: &gix::Repository,
+    repo: &Repo,
     commits: Option<&CommitIndex>,
     ancestor: ObjectId,
     of: ObjectId,
@@ -348,11 +340,7 @@ struct Walked {
 
 /// A path-limited query for a graph: the whole simplified history walked (within the budget),
 /// sorted as `git log --graph` sorts it, with parents rewritten past the commits not listed.
-fn rewritten_path_query(
-    repo: &gix::Repository,
-    q: &LogQuery<'_>,
-    path: &BStr,
-) -> Result<LogPage, GitError> {
+fn rewritten_path_query(repo: &Repo, q: &LogQuery<'_>, path: &BStr) -> Result<LogPage, GitError> {
     let mut budget = Budget::new(q.visits);
     let allowed = if q.hidden.is_empty() {
         None
@@ -483,7 +471,7 @@ impl Ready {
 /// Feeds the ids the query selects (before filtering and paging), in order, to `sink` until it
 /// returns true, the history ends or the budget runs out.
 fn for_each_id(
-    repo: &gix::Repository,
+    repo: &Repo,
     q: &LogQuery<'_>,
     budget: &mut Budget,
     mut sink: impl FnMut(ObjectId) -> Result<bool, GitError>,
@@ -523,7 +511,7 @@ fn for_each_id(
 
 /// Commits reachable from the tips but not from the hidden commits (for ranges with a path).
 fn reachable(
-    repo: &gix::Repository,
+    repo: &Repo,
     q: &LogQuery<'_>,
     budget: &mut Budget,
 ) -> Result<HashSet<ObjectId>, GitError> {
@@ -541,7 +529,7 @@ fn reachable(
 /// the walk stops at commits older than `since`. A plain newest-first walk goes over the commit
 /// index when it holds the tips.
 fn ids<'r>(
-    repo: &'r gix::Repository,
+    repo: &'r Repo<'r>,
     q: &LogQuery<'_>,
     order: Order,
     since: Option<i64>,
@@ -641,14 +629,14 @@ impl<'q> Collector<'q> {
     }
 
     /// Takes a candidate; true when the page is full and one more match was seen.
-    fn offer(&mut self, repo: &gix::Repository, id: ObjectId) -> Result<bool, GitError> {
+    fn offer(&mut self, repo: &Repo, id: ObjectId) -> Result<bool, GitError> {
         self.offer_commit(repo, id, None)
     }
 
     /// Takes a candidate listed with rewritten parents.
     fn offer_with_parents(
         &mut self,
-        repo: &gix::Repository,
+        repo: &Repo,
         id: ObjectId,
         parents: Vec<ObjectId>,
     ) -> Result<bool, GitError> {
@@ -657,7 +645,7 @@ impl<'q> Collector<'q> {
 
     fn offer_commit(
         &mut self,
-        repo: &gix::Repository,
+        repo: &Repo,
         id: ObjectId,
         parents: Option<Vec<ObjectId>>,
     ) -> Result<bool, GitError> {
@@ -711,7 +699,7 @@ type PathEntry = Option<(ObjectId, EntryMode)>;
 /// git's default: a commit TREESAME to a parent is not shown, and a merge TREESAME to one of
 /// its parents follows only that parent.
 struct PathWalk<'r> {
-    repo: &'r gix::Repository,
+    repo: &'r Repo<'r>,
     /// The path looked at now (an older name after a followed rename).
     path: BString,
     follow: bool,
@@ -741,7 +729,7 @@ struct Queued {
 
 impl<'r> PathWalk<'r> {
     fn new(
-        repo: &'r gix::Repository,
+        repo: &'r Repo<'r>,
         path: &BStr,
         bloom: Option<&'r BloomFilters>,
         allowed: Option<HashSet<ObjectId>>,

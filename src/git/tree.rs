@@ -1,9 +1,9 @@
 //! Trees and blobs: entries at a path, directory listings with sizes, bounded blob reads.
 
+use super::Repo;
 use super::error::GitError;
 use gix::ObjectId;
 use gix::bstr::{BStr, BString, ByteSlice};
-use gix::objs::FindExt;
 use gix::objs::tree::EntryMode;
 
 /// One entry of a tree.
@@ -32,7 +32,7 @@ pub fn components(path: &BStr) -> impl DoubleEndedIterator<Item = &BStr> {
 /// The tree entry at `path` below `tree` (no entry for the root itself), reusing `buf`.
 /// This is the hot function of path-limited history walks.
 pub fn entry_at(
-    repo: &gix::Repository,
+    repo: &Repo,
     tree: ObjectId,
     path: &BStr,
     buf: &mut Vec<u8>,
@@ -40,10 +40,8 @@ pub fn entry_at(
     let mut current = tree;
     let mut parts = components(path).peekable();
     while let Some(name) = parts.next() {
-        let iter = repo
-            .objects
-            .find_tree_iter(&current, buf)
-            .map_err(GitError::internal)?;
+        let iter = read_tree(repo, &current, buf)
+            .map_err(|_| GitError::internal_msg(format!("missing tree {current}")))?;
         let mut found = None;
         for entry in iter {
             let entry = entry.map_err(GitError::internal)?;
@@ -67,11 +65,7 @@ pub fn entry_at(
 }
 
 /// Resolves `path` (empty: the root) in `tree`.
-pub fn find(
-    repo: &gix::Repository,
-    tree: ObjectId,
-    path: &BStr,
-) -> Result<Option<Found>, GitError> {
+pub fn find(repo: &Repo, tree: ObjectId, path: &BStr) -> Result<Option<Found>, GitError> {
     if components(path).next().is_none() {
         return Ok(Some(Found::Tree(tree)));
     }
@@ -88,20 +82,19 @@ pub fn find(
 }
 
 /// The entries of a tree in git's order.
-pub fn entries(repo: &gix::Repository, tree: ObjectId) -> Result<Vec<Entry>, GitError> {
-    let tree = repo
-        .find_tree(tree)
-        .map_err(|_| GitError::NotFound(format!("Bad tree: {tree}")))?;
-    let decoded = tree.decode().map_err(GitError::internal)?;
-    Ok(decoded
-        .entries
-        .iter()
-        .map(|e| Entry {
-            name: e.filename.to_owned(),
-            mode: e.mode,
-            id: e.oid.to_owned(),
+pub fn entries(repo: &Repo, tree: ObjectId) -> Result<Vec<Entry>, GitError> {
+    let mut buf = Vec::new();
+    let decoded = read_tree(repo, &tree, &mut buf)?;
+    decoded
+        .map(|e| {
+            let e = e.map_err(GitError::internal)?;
+            Ok(Entry {
+                name: e.filename.to_owned(),
+                mode: e.mode,
+                id: e.oid.to_owned(),
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// The size in bytes of an object, without reading it.
@@ -120,7 +113,7 @@ pub fn object_kind(repo: &gix::Repository, id: ObjectId) -> Option<gix::object::
 /// `a / b / c` as one row), starting below `tree`. Bounded to `max` links. Each tree is only
 /// walked to its second entry, and nothing of it is kept but a chain link.
 pub fn single_child_chain(
-    repo: &gix::Repository,
+    repo: &Repo,
     tree: ObjectId,
     max: usize,
     buf: &mut Vec<u8>,
@@ -139,14 +132,11 @@ pub fn single_child_chain(
 
 /// The entry of a tree that holds one entry, a directory, and nothing else.
 fn only_subdirectory(
-    repo: &gix::Repository,
+    repo: &Repo,
     tree: ObjectId,
     buf: &mut Vec<u8>,
 ) -> Result<Option<Entry>, GitError> {
-    let mut iter = repo
-        .objects
-        .find_tree_iter(&tree, buf)
-        .map_err(|_| GitError::NotFound(format!("Bad tree: {tree}")))?;
+    let mut iter = read_tree(repo, &tree, buf)?;
     let first = match iter.next() {
         Some(entry) => entry.map_err(GitError::internal)?,
         None => return Ok(None),
@@ -161,6 +151,20 @@ fn only_subdirectory(
     }))
 }
 
+/// Reads tree `id` into `buf`, for iterating its entries.
+fn read_tree<'b>(
+    repo: &Repo,
+    id: &gix::hash::oid,
+    buf: &'b mut Vec<u8>,
+) -> Result<gix::objs::TreeRefIter<'b>, GitError> {
+    match repo.read_object(id, buf) {
+        Ok(Some(gix::object::Kind::Tree)) => {
+            Ok(gix::objs::TreeRefIter::from_bytes(buf, repo.object_hash()))
+        }
+        _ => Err(GitError::NotFound(format!("Bad tree: {id}"))),
+    }
+}
+
 /// A blob's bytes, possibly only its beginning.
 pub struct Blob {
     pub data: Vec<u8>,
@@ -169,14 +173,13 @@ pub struct Blob {
 }
 
 /// Reads a whole blob.
-pub fn read_blob(repo: &gix::Repository, id: ObjectId) -> Result<Blob, GitError> {
-    let object = repo
-        .find_object(id)
-        .map_err(|_| GitError::NotFound(format!("Bad object name: {id}")))?;
-    if object.kind != gix::object::Kind::Blob {
-        return Err(GitError::NotFound(format!("Not a blob: {id}")));
+pub fn read_blob(repo: &Repo, id: ObjectId) -> Result<Blob, GitError> {
+    let mut data = Vec::new();
+    match repo.read_object(&id, &mut data) {
+        Ok(Some(gix::object::Kind::Blob)) => {}
+        Ok(Some(_)) => return Err(GitError::NotFound(format!("Not a blob: {id}"))),
+        _ => return Err(GitError::NotFound(format!("Bad object name: {id}"))),
     }
-    let data = object.detach().data;
     let size = data.len() as u64;
     Ok(Blob { data, size })
 }

@@ -186,7 +186,7 @@ impl Response {
 pub struct RepoCtx<'a> {
     pub site: &'a Site,
     pub state: &'a RepoState,
-    pub repo: &'a gix::Repository,
+    pub repo: &'a crate::git::Repo<'a>,
     pub refs: Arc<RefSnapshot>,
     pub req: &'a PageRequest,
     /// The branch or revision the page is about (`h`, else the default branch).

@@ -88,7 +88,7 @@ fn too_many() -> PageError {
 /// Non-merge commits reachable from `new` but not from `old`, oldest first, in the order
 /// git's walk meets them (newest commit time first, ties in the order they were queued).
 fn range(
-    repo: &gix::Repository,
+    repo: &crate::git::Repo,
     old: Option<ObjectId>,
     new: ObjectId,
 ) -> Result<Vec<ObjectId>, PageError> {

@@ -60,7 +60,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
 
 /// Writes the archive to an unnamed temporary file, so that sending it needs no git work.
 fn write_archive(
-    repo: &gix::Repository,
+    repo: &crate::git::Repo,
     archive: &Archive,
     format: Format,
 ) -> Result<(std::fs::File, u64), PageError> {

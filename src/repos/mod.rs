@@ -19,6 +19,7 @@ pub use refs::{Branch, Decoration, DecorationKind, RefEntry, RefListing, RefSnap
 pub use watch::Watcher;
 
 use crate::config::{Config, RepoConfig};
+use crate::git;
 use crate::git::commit_graph::BloomFilters;
 use crate::git::commit_index::CommitIndex;
 use prometheus_client::metrics::counter::Counter;
@@ -34,8 +35,10 @@ const MAX_POOLED_HANDLES: usize = 8;
 /// Object cache per handle.
 const OBJECT_CACHE_BYTES: usize = 2 << 20;
 /// Delta-base cache per handle: a byte cap instead of gix's 64-entry default, whose entries
-/// can be whole large objects (hundreds of MiB over a pool of handles).
-const DELTA_BASE_CACHE: &str = "core.deltaBaseCacheLimit=16m";
+/// can be whole large objects (hundreds of MiB over a pool of handles). Small, as trees and
+/// blobs are read through the pack reader (`git::packs`) and its caches; gix reads commits
+/// and tags, which are seldom deltas.
+const DELTA_BASE_CACHE: &str = "core.deltaBaseCacheLimit=2m";
 
 /// Why a repository could not be used (for logs: the messages name server paths).
 #[derive(Debug, Clone, thiserror::Error)]
@@ -236,7 +239,7 @@ impl RepoState {
     }
 
     /// Runs `f` with a warm gix handle of this repository.
-    pub fn with_repo<R>(&self, f: impl Fn(&gix::Repository) -> R) -> Result<R, RepoError> {
+    pub fn with_repo<R>(&self, f: impl Fn(&git::Repo) -> R) -> Result<R, RepoError> {
         self.git.with_handle(f)
     }
 
@@ -477,7 +480,7 @@ impl GitRepo {
     /// Runs `f` with a pooled handle. A fork on its alternate's store that gained objects of
     /// its own while `f` ran (a push landing in between) runs `f` again on its own store, so
     /// that no page is rendered from refs whose objects the handle cannot read.
-    fn with_handle<R>(&self, f: impl Fn(&gix::Repository) -> R) -> Result<R, RepoError> {
+    fn with_handle<R>(&self, f: impl Fn(&git::Repo) -> R) -> Result<R, RepoError> {
         let opened = self.open(false)?;
         let result = self.with_handle_of(&opened, &f);
         if !opened.source.borrowed {
@@ -490,7 +493,7 @@ impl GitRepo {
         Ok(self.with_handle_of(&now, &f))
     }
 
-    fn with_handle_of<R>(&self, opened: &Opened, f: &impl Fn(&gix::Repository) -> R) -> R {
+    fn with_handle_of<R>(&self, opened: &Opened, f: &impl Fn(&git::Repo) -> R) -> R {
         let pooled = self.handles.take();
         let mut repo = match pooled {
             Some((generation, repo)) if generation == opened.generation => repo,
@@ -505,7 +508,12 @@ impl GitRepo {
             .store
             .checkout()
             .map(|warm| std::mem::replace(&mut repo.objects, warm));
-        let result = f(&repo);
+        let packs = opened
+            .store
+            .packs
+            .as_ref()
+            .map(|set| (&self.stores.packs, set));
+        let result = f(&git::Repo::new(&repo, packs));
         let own = own.unwrap_or_else(|| repo.objects.clone());
         opened
             .store

@@ -23,6 +23,9 @@ use std::sync::{Arc, Mutex, Weak};
 /// Warm object handles kept per store (and at most `max-warm-handles` over all stores).
 const MAX_WARM_HANDLES: usize = 8;
 
+/// Bytes of full objects at the bottom of delta chains kept over all stores.
+const CHAIN_BASE_BYTES: usize = 48 << 20;
+
 /// Where a repository's objects come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct ObjectSource {
@@ -140,6 +143,9 @@ fn single_alternate(objects_dir: &Path) -> Option<PathBuf> {
 /// An opened object store, its warm handles and its commit index.
 pub(super) struct SharedStore {
     pub store: Arc<gix::odb::Store>,
+    /// Its packs for the shared pack reader (none for a store with replacement refs, which
+    /// only gix applies).
+    pub packs: Option<crate::git::packs::PackSet>,
     warm: Arc<Pool<gix::OdbHandle>>,
     pub commits: Arc<IndexSlot>,
 }
@@ -147,11 +153,13 @@ pub(super) struct SharedStore {
 impl SharedStore {
     fn new(
         store: Arc<gix::odb::Store>,
+        packs: Option<crate::git::packs::PackSet>,
         budget: &Arc<Budget>,
         indexes: &IndexMetrics,
     ) -> Arc<SharedStore> {
         Arc::new(SharedStore {
             store,
+            packs,
             warm: Pool::new(budget, MAX_WARM_HANDLES),
             commits: Arc::new(IndexSlot::new(indexes.clone())),
         })
@@ -176,6 +184,8 @@ pub struct ObjectStores {
     pub budget: Arc<Budget>,
     /// The commit indexes' metrics.
     pub commit_indexes: IndexMetrics,
+    /// The pack reader of every store's packs.
+    pub packs: crate::git::packs::Packs,
 }
 
 impl ObjectStores {
@@ -186,6 +196,7 @@ impl ObjectStores {
             opened: Counter::default(),
             budget: Budget::new(max_warm),
             commit_indexes: IndexMetrics::default(),
+            packs: crate::git::packs::Packs::new(CHAIN_BASE_BYTES),
         }
     }
 
@@ -200,6 +211,7 @@ impl ObjectStores {
             self.opened.inc();
             return Ok(SharedStore::new(
                 own.clone(),
+                None,
                 &self.budget,
                 &self.commit_indexes,
             ));
@@ -221,7 +233,8 @@ impl ObjectStores {
         } else {
             own.clone()
         };
-        let shared = SharedStore::new(store, &self.budget, &self.commit_indexes);
+        let packs = self.packs.set(store.path(), store.object_hash());
+        let shared = SharedStore::new(store, Some(packs), &self.budget, &self.commit_indexes);
         stores.retain(|_, s| s.strong_count() > 0);
         stores.insert(source.key.clone(), Arc::downgrade(&shared));
         self.opened.inc();

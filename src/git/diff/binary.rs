@@ -2,6 +2,7 @@
 //! as a zlib-deflated literal or delta, whichever is smaller, in base85 lines.
 
 use super::delta;
+use crate::git::Repo;
 use crate::git::error::GitError;
 use gix::ObjectId;
 
@@ -13,13 +14,13 @@ const LINE_BYTES: usize = 52;
 
 /// Writes binary patches with the repository's blobs and zlib settings.
 pub struct BinaryPatches<'r> {
-    repo: &'r gix::Repository,
+    repo: &'r Repo<'r>,
     level: u32,
 }
 
 impl<'r> BinaryPatches<'r> {
     /// git's zlib level: `core.loosecompression`, else `core.compression`, else 1 (fastest).
-    pub fn new(repo: &'r gix::Repository) -> Self {
+    pub fn new(repo: &'r Repo<'r>) -> Self {
         let config = repo.config_snapshot();
         let level = ["core.loosecompression", "core.compression"]
             .iter()
@@ -50,12 +51,13 @@ impl<'r> BinaryPatches<'r> {
     fn blob(&self, id: Option<ObjectId>) -> Result<Vec<u8>, GitError> {
         match id {
             None => Ok(Vec::new()),
-            Some(id) => Ok(self
-                .repo
-                .find_object(id)
-                .map_err(GitError::internal)?
-                .detach()
-                .data),
+            Some(id) => {
+                let mut data = Vec::new();
+                self.repo
+                    .read_object(&id, &mut data)?
+                    .ok_or_else(|| GitError::internal_msg(format!("missing blob {id}")))?;
+                Ok(data)
+            }
         }
     }
 

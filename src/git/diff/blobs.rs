@@ -1,13 +1,14 @@
 //! Blob contents and sizes read once per diff computation.
 
 use super::spans::span_counts;
+use crate::git::Repo;
 use crate::git::error::GitError;
 use gix::ObjectId;
 use std::collections::HashMap;
 use std::rc::Rc;
 
 pub struct Blobs<'r> {
-    repo: &'r gix::Repository,
+    repo: &'r Repo<'r>,
     /// Kept as read (an `Rc<[u8]>` would copy each blob once more).
     data: HashMap<ObjectId, Rc<Vec<u8>>>,
     sizes: HashMap<ObjectId, u64>,
@@ -15,7 +16,7 @@ pub struct Blobs<'r> {
 }
 
 impl<'r> Blobs<'r> {
-    pub fn new(repo: &'r gix::Repository) -> Self {
+    pub fn new(repo: &'r Repo<'r>) -> Self {
         Blobs {
             repo,
             data: HashMap::new(),
@@ -28,8 +29,11 @@ impl<'r> Blobs<'r> {
         if let Some(d) = self.data.get(&id) {
             return Ok(Rc::clone(d));
         }
-        let object = self.repo.find_object(id).map_err(GitError::internal)?;
-        let data = Rc::new(object.detach().data);
+        let mut data = Vec::new();
+        self.repo
+            .read_object(&id, &mut data)?
+            .ok_or_else(|| GitError::internal_msg(format!("missing blob {id}")))?;
+        let data = Rc::new(data);
         self.sizes.insert(id, data.len() as u64);
         self.data.insert(id, Rc::clone(&data));
         Ok(data)

@@ -17,6 +17,7 @@ pub use binary::BinaryPatches;
 pub use lines::{Hunk, Line, LineKind};
 pub use tree::Entry;
 
+use super::Repo;
 use super::error::GitError;
 use super::tree::is_binary;
 use gix::ObjectId;
@@ -227,7 +228,7 @@ pub fn commit_tree(repo: &gix::Repository, commit: ObjectId) -> Result<ObjectId,
 
 /// Diffs the trees of two commits (`old` None: against the empty tree).
 pub fn diff_commits(
-    repo: &gix::Repository,
+    repo: &Repo,
     old: Option<ObjectId>,
     new: ObjectId,
     opts: &DiffOptions,
@@ -241,7 +242,7 @@ pub fn diff_commits(
 
 /// Diffs two trees (None: the empty tree), limited to `path` and what is below it.
 pub fn diff_trees(
-    repo: &gix::Repository,
+    repo: &Repo,
     old: Option<ObjectId>,
     new: Option<ObjectId>,
     opts: &DiffOptions,
@@ -273,7 +274,7 @@ pub fn diff_trees(
 /// The old path of the file renamed to `path` between two trees, by git's rename detection
 /// over the whole change (no line diffs are made).
 pub fn renamed_from(
-    repo: &gix::Repository,
+    repo: &Repo,
     old: ObjectId,
     new: ObjectId,
     path: &[u8],

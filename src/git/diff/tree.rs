@@ -1,5 +1,6 @@
 //! Recursive tree comparison in git's order (depth first, git's tree sort), limited to a path.
 
+use crate::git::Repo;
 use crate::git::error::GitError;
 use gix::ObjectId;
 use gix::bstr::BString;
@@ -52,16 +53,17 @@ impl TreeEntry {
     }
 }
 
-fn read_tree(repo: &gix::Repository, id: Option<ObjectId>) -> Result<Vec<TreeEntry>, GitError> {
+fn read_tree(repo: &Repo, id: Option<ObjectId>) -> Result<Vec<TreeEntry>, GitError> {
     let Some(id) = id else {
         return Ok(Vec::new());
     };
-    let tree = repo
-        .find_object(id)
-        .map_err(GitError::internal)?
-        .try_into_tree()
-        .map_err(GitError::internal)?;
-    let decoded = tree.decode().map_err(GitError::internal)?;
+    let mut data = Vec::new();
+    match repo.read_object(&id, &mut data)? {
+        Some(gix::object::Kind::Tree) => {}
+        _ => return Err(GitError::internal_msg(format!("missing tree {id}"))),
+    }
+    let decoded =
+        gix::objs::TreeRef::from_bytes(&data, repo.object_hash()).map_err(GitError::internal)?;
     Ok(decoded
         .entries
         .iter()
@@ -97,7 +99,7 @@ impl Limit<'_> {
 
 /// Every changed file between two trees (`None`: the empty tree), in git's output order.
 pub fn changes(
-    repo: &gix::Repository,
+    repo: &Repo,
     old: Option<ObjectId>,
     new: Option<ObjectId>,
     limit: Option<&[u8]>,
@@ -113,7 +115,7 @@ pub fn changes(
 }
 
 struct Walk<'a> {
-    repo: &'a gix::Repository,
+    repo: &'a Repo<'a>,
     limit: Limit<'a>,
     out: &'a mut Vec<RawChange>,
 }

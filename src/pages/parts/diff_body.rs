@@ -47,7 +47,7 @@ pub struct ViewOptions {
 /// Renders diffstat and diff of `old..new` (`old` None: against the empty tree), limited to
 /// `path`.
 pub fn render(
-    repo: &gix::Repository,
+    repo: &crate::git::Repo,
     old: Option<ObjectId>,
     new: ObjectId,
     opts: &ViewOptions,

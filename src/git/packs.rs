@@ -1,0 +1,455 @@
+//! Objects read straight from pack files, with the full objects at the bottom of delta chains
+//! kept in one byte-bounded cache for every repository.
+//!
+//! In a pack written by git most versions of a file or a directory are deltas, chained down
+//! to a few full objects: in git.git, 98 % of the deltified trees rest on 16 MiB of full trees.
+//! gix inflates a chain's full object again for every chain it resolves (its cache holds only
+//! a chain's result), which was most of the time of a page at an old commit. Here the full
+//! object comes from the cache, and only the small deltas above it are inflated and applied.
+//!
+//! An object this reader does not find in a pack of its set (a loose object, a pack written
+//! since the set was read, a delta on an object of another pack) is the caller's to read
+//! through gix.
+
+use super::error::GitError;
+use gix::hash::oid;
+use gix::object::Kind;
+use gix::odb::pack;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant, SystemTime};
+
+/// How long a listing of the pack directories is used before they are looked at again.
+const RECHECK: Duration = Duration::from_secs(1);
+/// Longest delta chain followed (git writes at most 50 by default; 4095 is git's own bound).
+const MAX_CHAIN: usize = 4095;
+/// Bytes of recent chain results kept per thread. Chains meet on their way down (every root
+/// tree of git.git rests on a few bases), so a recent result is often a step of the next
+/// chain; and the older side of a diff is usually one delta on the newer side just read.
+const RECENT_BYTES: usize = 8 << 20;
+
+/// Where an entry is: its pack's serial and its data offset.
+type Key = (u32, u64);
+
+/// One pack file and its index, shared by every set that holds it.
+struct Pack {
+    serial: u32,
+    bundle: pack::Bundle,
+}
+
+/// Every pack opened, by index path, and the full objects read from them.
+pub struct Packs {
+    opened: Mutex<HashMap<PathBuf, Weak<Pack>>>,
+    next_serial: AtomicU32,
+    bases: Mutex<Bases>,
+    /// Bytes of full objects kept at most.
+    limit: usize,
+}
+
+/// Full objects by (pack serial, data offset), least recently used first out.
+struct Bases {
+    lru: lru::LruCache<Key, Arc<Vec<u8>>>,
+    bytes: usize,
+}
+
+/// The packs of one object directory and its alternates: listed on first use, and again when
+/// a pack directory changed (looked at on a miss, and at most a second after the last look on
+/// a hit, so that a pack deleted by a repack is let go).
+pub struct PackSet {
+    pack_dirs: Vec<PathBuf>,
+    hash: gix::hash::Kind,
+    loaded: RwLock<Loaded>,
+}
+
+struct Loaded {
+    packs: Vec<Arc<Pack>>,
+    /// The pack directories' modification times when they were listed.
+    stamps: Vec<Option<SystemTime>>,
+    checked: Option<Instant>,
+}
+
+/// An object's kind and bytes.
+type Resolved = (Kind, Arc<Vec<u8>>);
+
+/// Per-thread buffers and the results of recent chains.
+struct Scratch {
+    inflate: gix::zlib::Inflate,
+    delta: Vec<u8>,
+    work: Vec<u8>,
+    chain: Vec<pack::data::Entry>,
+    recent: lru::LruCache<Key, Resolved>,
+    recent_bytes: usize,
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch {
+            inflate: gix::zlib::Inflate::default(),
+            delta: Vec::new(),
+            work: Vec::new(),
+            chain: Vec::new(),
+            recent: lru::LruCache::unbounded(),
+            recent_bytes: 0,
+        }
+    }
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
+}
+
+impl Packs {
+    /// No packs open yet; at most `limit` bytes of full objects kept.
+    pub fn new(limit: usize) -> Packs {
+        Packs {
+            opened: Mutex::default(),
+            next_serial: AtomicU32::new(0),
+            bases: Mutex::new(Bases {
+                lru: lru::LruCache::unbounded(),
+                bytes: 0,
+            }),
+            limit,
+        }
+    }
+
+    /// The packs of `objects_dir` and of its alternates (their stores' packs are opened once).
+    pub fn set(&self, objects_dir: &Path, hash: gix::hash::Kind) -> PackSet {
+        let mut dirs = vec![objects_dir.to_path_buf()];
+        if let Ok(alternates) = gix::odb::alternate::resolve(objects_dir.to_path_buf(), objects_dir)
+        {
+            dirs.extend(alternates);
+        }
+        let pack_dirs: Vec<PathBuf> = dirs.into_iter().map(|d| d.join("pack")).collect();
+        let loaded = Loaded {
+            packs: Vec::new(),
+            stamps: vec![None; pack_dirs.len()],
+            checked: None,
+        };
+        PackSet {
+            pack_dirs,
+            hash,
+            loaded: RwLock::new(loaded),
+        }
+    }
+
+    /// Lists the pack directories again if they changed since they were last listed.
+    fn refresh(&self, set: &PackSet) {
+        let stamps: Vec<Option<SystemTime>> = set.pack_dirs.iter().map(|d| modified(d)).collect();
+        {
+            let mut loaded = set.write();
+            let first = loaded.checked.is_none();
+            loaded.checked = Some(Instant::now());
+            if !first && loaded.stamps == stamps {
+                return;
+            }
+        }
+        let packs = self.load(&set.pack_dirs, set.hash);
+        let mut loaded = set.write();
+        loaded.packs = packs;
+        loaded.stamps = stamps;
+    }
+
+    fn load(&self, pack_dirs: &[PathBuf], hash: gix::hash::Kind) -> Vec<Arc<Pack>> {
+        let mut packs = Vec::new();
+        for dir in pack_dirs {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            let mut indexes: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "idx"))
+                .collect();
+            indexes.sort();
+            packs.extend(indexes.iter().filter_map(|p| self.open(p, hash)));
+        }
+        packs
+    }
+
+    fn open(&self, index: &Path, hash: gix::hash::Kind) -> Option<Arc<Pack>> {
+        let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(pack) = opened.get(index).and_then(Weak::upgrade) {
+            return Some(pack);
+        }
+        let bundle = match pack::Bundle::at(index, hash) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!(index = %index.display(), error = %e, "pack not opened");
+                return None;
+            }
+        };
+        let pack = Arc::new(Pack {
+            serial: self.next_serial.fetch_add(1, Ordering::Relaxed),
+            bundle,
+        });
+        opened.retain(|_, p| p.strong_count() > 0);
+        opened.insert(index.to_path_buf(), Arc::downgrade(&pack));
+        Some(pack)
+    }
+
+    /// Reads object `id` of `set` into `out`: its kind, or `None` when no pack of the set
+    /// can produce it alone.
+    pub fn read(
+        &self,
+        set: &PackSet,
+        id: &oid,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<Kind>, GitError> {
+        let Some((pack, offset)) = self.locate(set, id) else {
+            return Ok(None);
+        };
+        SCRATCH.with_borrow_mut(|scratch| self.resolve(&pack, offset, scratch, out))
+    }
+
+    fn locate(&self, set: &PackSet, id: &oid) -> Option<(Arc<Pack>, u64)> {
+        let due = set
+            .loaded
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .checked
+            .is_none_or(|c| c.elapsed() >= RECHECK);
+        if !due && let Some(found) = set.find(id) {
+            return Some(found);
+        }
+        self.refresh(set);
+        set.find(id)
+    }
+
+    /// Resolves the entry at `offset` of `pack`: down its chain to a full object or a recent
+    /// result, then up again applying each delta.
+    fn resolve(
+        &self,
+        pack: &Pack,
+        offset: u64,
+        scratch: &mut Scratch,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<Kind>, GitError> {
+        let data = &pack.bundle.pack;
+        let mut entry = data.entry(offset).map_err(GitError::internal)?;
+        let top = (pack.serial, entry.data_offset);
+        scratch.chain.clear();
+        let (kind, start) = loop {
+            if let Some((kind, bytes)) = scratch.recent.get(&(pack.serial, entry.data_offset)) {
+                break (*kind, Arc::clone(bytes));
+            }
+            let base = match entry.header {
+                pack::data::entry::Header::OfsDelta { base_distance } => entry
+                    .checked_base_pack_offset(base_distance)
+                    .ok_or_else(|| GitError::internal_msg("delta base before the pack's start"))?,
+                pack::data::entry::Header::RefDelta { base_id } => {
+                    match pack.bundle.index.lookup(base_id) {
+                        Some(i) => pack.bundle.index.pack_offset_at_index(i),
+                        None => return Ok(None),
+                    }
+                }
+                header => {
+                    let kind = header.as_kind().expect("not a delta");
+                    if scratch.chain.is_empty() {
+                        self.copy_full_object(pack, &entry, scratch, out)?;
+                        return Ok(Some(kind));
+                    }
+                    break (kind, self.full_object(pack, &entry, scratch)?);
+                }
+            };
+            if scratch.chain.len() == MAX_CHAIN {
+                return Err(GitError::internal_msg("delta chain too long"));
+            }
+            scratch.chain.push(entry);
+            entry = data.entry(base).map_err(GitError::internal)?;
+        };
+        if scratch.chain.is_empty() {
+            out.clear();
+            out.extend_from_slice(&start);
+            return Ok(Some(kind));
+        }
+        // Apply from the deepest delta up, between `out` and the work buffer.
+        let chain = std::mem::take(&mut scratch.chain);
+        let mut result = std::mem::take(out);
+        let mut other = std::mem::take(&mut scratch.work);
+        let mut deltas = chain.iter().rev();
+        let deepest = deltas.next().expect("a delta");
+        inflate_into(data, deepest, &mut scratch.inflate, &mut scratch.delta)?;
+        apply_delta(&start, &scratch.delta, &mut result)?;
+        for delta in deltas {
+            inflate_into(data, delta, &mut scratch.inflate, &mut scratch.delta)?;
+            apply_delta(&result, &scratch.delta, &mut other)?;
+            std::mem::swap(&mut result, &mut other);
+        }
+        scratch.chain = chain;
+        scratch.work = other;
+        scratch.remember(top, kind, &result);
+        *out = result;
+        Ok(Some(kind))
+    }
+
+    /// Object `entry`, not a delta, into `out`: from the cache if it is there as a chain's
+    /// base, else inflated.
+    fn copy_full_object(
+        &self,
+        pack: &Pack,
+        entry: &pack::data::Entry,
+        scratch: &mut Scratch,
+        out: &mut Vec<u8>,
+    ) -> Result<(), GitError> {
+        if let Some(bytes) = self.lock_bases().lru.get(&(pack.serial, entry.data_offset)) {
+            out.clear();
+            out.extend_from_slice(bytes);
+            return Ok(());
+        }
+        inflate_into(&pack.bundle.pack, entry, &mut scratch.inflate, out)
+    }
+
+    /// The full object of `entry`, at the base of a delta chain: from the cache, or inflated
+    /// and kept.
+    fn full_object(
+        &self,
+        pack: &Pack,
+        entry: &pack::data::Entry,
+        scratch: &mut Scratch,
+    ) -> Result<Arc<Vec<u8>>, GitError> {
+        let key = (pack.serial, entry.data_offset);
+        if let Some(bytes) = self.lock_bases().lru.get(&key) {
+            return Ok(Arc::clone(bytes));
+        }
+        let mut bytes = Vec::new();
+        inflate_into(&pack.bundle.pack, entry, &mut scratch.inflate, &mut bytes)?;
+        let size = bytes.len();
+        let bytes = Arc::new(bytes);
+        if size <= self.limit / 16 {
+            let mut bases = self.lock_bases();
+            if bases.lru.put(key, Arc::clone(&bytes)).is_none() {
+                bases.bytes += size;
+            }
+            while bases.bytes > self.limit {
+                match bases.lru.pop_lru() {
+                    Some((_, dropped)) => bases.bytes -= dropped.len(),
+                    None => break,
+                }
+            }
+        }
+        Ok(bytes)
+    }
+
+    fn lock_bases(&self) -> std::sync::MutexGuard<'_, Bases> {
+        self.bases.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl PackSet {
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Loaded> {
+        self.loaded.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn find(&self, id: &oid) -> Option<(Arc<Pack>, u64)> {
+        let loaded = self.loaded.read().unwrap_or_else(|e| e.into_inner());
+        loaded.packs.iter().find_map(|pack| {
+            let index = &pack.bundle.index;
+            let i = index.lookup(id)?;
+            Some((Arc::clone(pack), index.pack_offset_at_index(i)))
+        })
+    }
+}
+
+impl Scratch {
+    fn remember(&mut self, key: Key, kind: Kind, bytes: &[u8]) {
+        if bytes.len() > RECENT_BYTES / 16 {
+            return;
+        }
+        self.recent_bytes += bytes.len();
+        if let Some((_, (_, old))) = self.recent.push(key, (kind, Arc::new(bytes.to_vec()))) {
+            self.recent_bytes -= old.len();
+        }
+        while self.recent_bytes > RECENT_BYTES {
+            match self.recent.pop_lru() {
+                Some((_, (_, old))) => self.recent_bytes -= old.len(),
+                None => break,
+            }
+        }
+    }
+}
+
+fn modified(dir: &Path) -> Option<SystemTime> {
+    std::fs::metadata(dir).and_then(|m| m.modified()).ok()
+}
+
+/// Inflates the data of `entry` (an object, or a delta's instructions) into `out`.
+fn inflate_into(
+    data: &pack::data::File,
+    entry: &pack::data::Entry,
+    inflate: &mut gix::zlib::Inflate,
+    out: &mut Vec<u8>,
+) -> Result<(), GitError> {
+    let size = usize::try_from(entry.decompressed_size)
+        .map_err(|_| GitError::internal_msg("object too large"))?;
+    out.clear();
+    out.resize(size, 0);
+    data.decompress_entry(entry, inflate, out)
+        .map_err(GitError::internal)?;
+    Ok(())
+}
+
+/// A delta header's size: seven bits a byte, least significant first.
+fn delta_size(data: &mut &[u8]) -> Result<usize, GitError> {
+    let mut size = 0usize;
+    for shift in (0..64).step_by(7) {
+        let (&byte, rest) = data
+            .split_first()
+            .ok_or_else(|| GitError::internal_msg("truncated delta header"))?;
+        *data = rest;
+        size |= usize::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Ok(size);
+        }
+    }
+    Err(GitError::internal_msg("delta header too long"))
+}
+
+fn corrupt() -> GitError {
+    GitError::internal_msg("corrupt delta")
+}
+
+/// Applies git's delta `delta` to `base`, into `out`: copies of base ranges and inserted bytes.
+fn apply_delta(base: &[u8], mut delta: &[u8], out: &mut Vec<u8>) -> Result<(), GitError> {
+    if delta_size(&mut delta)? != base.len() {
+        return Err(GitError::internal_msg("delta base size mismatch"));
+    }
+    let size = delta_size(&mut delta)?;
+    out.clear();
+    out.reserve(size);
+    while let Some((&op, rest)) = delta.split_first() {
+        delta = rest;
+        if op & 0x80 != 0 {
+            let mut field = |bits: u8, bytes: usize| -> Result<usize, GitError> {
+                let mut value = 0;
+                for i in 0..bytes {
+                    if bits & (1 << i) != 0 {
+                        let (&b, rest) = delta.split_first().ok_or_else(corrupt)?;
+                        delta = rest;
+                        value |= usize::from(b) << (8 * i);
+                    }
+                }
+                Ok(value)
+            };
+            let offset = field(op, 4)?;
+            let len = match field(op >> 4, 3)? {
+                0 => 0x10000,
+                n => n,
+            };
+            let end = offset.checked_add(len).ok_or_else(corrupt)?;
+            out.extend_from_slice(base.get(offset..end).ok_or_else(corrupt)?);
+        } else if op != 0 {
+            let (bytes, rest) = delta
+                .split_at_checked(usize::from(op))
+                .ok_or_else(corrupt)?;
+            out.extend_from_slice(bytes);
+            delta = rest;
+        } else {
+            return Err(corrupt());
+        }
+    }
+    if out.len() != size {
+        return Err(GitError::internal_msg("delta result size mismatch"));
+    }
+    Ok(())
+}
