@@ -1,11 +1,12 @@
 //! Objects read straight from pack files, with the full objects at the bottom of delta chains
-//! kept in one byte-bounded cache for every repository.
+//! and every fourth step up a chain kept in one byte-bounded cache for every repository.
 //!
 //! In a pack written by git most versions of a file or a directory are deltas, chained down
 //! to a few full objects: in git.git, 98 % of the deltified trees rest on 16 MiB of full trees.
 //! gix inflates a chain's full object again for every chain it resolves (its cache holds only
 //! a chain's result), which was most of the time of a page at an old commit. Here the full
-//! object comes from the cache, and only the small deltas above it are inflated and applied.
+//! object, or a step kept on the way up (a waypoint), comes from the cache, and only the deltas
+//! above it are inflated and applied.
 //!
 //! An object this reader does not find in a pack of its set (a loose object, a pack written
 //! since the set was read, a delta on an object of another pack) is the caller's to read
@@ -29,6 +30,11 @@ const MAX_CHAIN: usize = 4095;
 /// tree of git.git rests on a few bases), so a recent result is often a step of the next
 /// chain; and the older side of a diff is usually one delta on the newer side just read.
 const RECENT_BYTES: usize = 8 << 20;
+/// Shards of the kept bases and waypoints.
+const SHARDS: usize = 16;
+/// Every this many deltas up a chain, the result is kept with the chain bases, so that the
+/// chains through it resolve from there.
+const WAYPOINT: usize = 4;
 
 /// Where an entry is: its pack's serial and its data offset.
 type Key = (u32, u64);
@@ -43,14 +49,16 @@ struct Pack {
 pub struct Packs {
     opened: Mutex<HashMap<PathBuf, Weak<Pack>>>,
     next_serial: AtomicU32,
-    bases: Mutex<Bases>,
+    /// In shards by key, so that the workers' lookups at every step of their chains seldom
+    /// wait for each other.
+    bases: Vec<Mutex<Bases>>,
     /// Bytes of full objects kept at most.
     limit: usize,
 }
 
-/// Full objects by (pack serial, data offset), least recently used first out.
+/// Chain bases and waypoints, least recently used first out.
 struct Bases {
-    lru: lru::LruCache<Key, Arc<Vec<u8>>>,
+    lru: lru::LruCache<Key, Resolved>,
     bytes: usize,
 }
 
@@ -106,10 +114,14 @@ impl Packs {
         Packs {
             opened: Mutex::default(),
             next_serial: AtomicU32::new(0),
-            bases: Mutex::new(Bases {
-                lru: lru::LruCache::unbounded(),
-                bytes: 0,
-            }),
+            bases: (0..SHARDS)
+                .map(|_| {
+                    Mutex::new(Bases {
+                        lru: lru::LruCache::unbounded(),
+                        bytes: 0,
+                    })
+                })
+                .collect(),
             limit,
         }
     }
@@ -216,8 +228,8 @@ impl Packs {
         set.find(id)
     }
 
-    /// Resolves the entry at `offset` of `pack`: down its chain to a full object or a recent
-    /// result, then up again applying each delta.
+    /// Resolves the entry at `offset` of `pack`: down its chain to a full object or a kept
+    /// result, then up again applying each delta, keeping every `WAYPOINT`th result on the way.
     fn resolve(
         &self,
         pack: &Pack,
@@ -230,8 +242,9 @@ impl Packs {
         let top = (pack.serial, entry.data_offset);
         scratch.chain.clear();
         let (kind, start) = loop {
-            if let Some((kind, bytes)) = scratch.recent.get(&(pack.serial, entry.data_offset)) {
-                break (*kind, Arc::clone(bytes));
+            let key = (pack.serial, entry.data_offset);
+            if let Some(found) = scratch.recent.get(&key).cloned().or_else(|| self.kept(key)) {
+                break found;
             }
             let base = match entry.header {
                 pack::data::entry::Header::OfsDelta { base_distance } => entry
@@ -246,10 +259,14 @@ impl Packs {
                 header => {
                     let kind = header.as_kind().expect("not a delta");
                     if scratch.chain.is_empty() {
-                        self.copy_full_object(pack, &entry, scratch, out)?;
+                        inflate_into(data, &entry, &mut scratch.inflate, out)?;
                         return Ok(Some(kind));
                     }
-                    break (kind, self.full_object(pack, &entry, scratch)?);
+                    let mut bytes = Vec::new();
+                    inflate_into(data, &entry, &mut scratch.inflate, &mut bytes)?;
+                    let bytes = Arc::new(bytes);
+                    self.keep(key, kind, &bytes);
+                    break (kind, bytes);
                 }
             };
             if scratch.chain.len() == MAX_CHAIN {
@@ -267,14 +284,16 @@ impl Packs {
         let chain = std::mem::take(&mut scratch.chain);
         let mut result = std::mem::take(out);
         let mut other = std::mem::take(&mut scratch.work);
-        let mut deltas = chain.iter().rev();
-        let deepest = deltas.next().expect("a delta");
-        inflate_into(data, deepest, &mut scratch.inflate, &mut scratch.delta)?;
-        apply_delta(&start, &scratch.delta, &mut result)?;
-        for delta in deltas {
+        for (applied, delta) in chain.iter().rev().enumerate() {
             inflate_into(data, delta, &mut scratch.inflate, &mut scratch.delta)?;
-            apply_delta(&result, &scratch.delta, &mut other)?;
+            let base: &[u8] = if applied == 0 { &start } else { &result };
+            apply_delta(base, &scratch.delta, &mut other)?;
             std::mem::swap(&mut result, &mut other);
+            let level = applied + 1;
+            if level < chain.len() && level % WAYPOINT == 0 {
+                let key = (pack.serial, delta.data_offset);
+                self.keep(key, kind, &Arc::new(result.clone()));
+            }
         }
         scratch.chain = chain;
         scratch.work = other;
@@ -283,56 +302,34 @@ impl Packs {
         Ok(Some(kind))
     }
 
-    /// Object `entry`, not a delta, into `out`: from the cache if it is there as a chain's
-    /// base, else inflated.
-    fn copy_full_object(
-        &self,
-        pack: &Pack,
-        entry: &pack::data::Entry,
-        scratch: &mut Scratch,
-        out: &mut Vec<u8>,
-    ) -> Result<(), GitError> {
-        if let Some(bytes) = self.lock_bases().lru.get(&(pack.serial, entry.data_offset)) {
-            out.clear();
-            out.extend_from_slice(bytes);
-            return Ok(());
-        }
-        inflate_into(&pack.bundle.pack, entry, &mut scratch.inflate, out)
+    /// A kept chain base or waypoint.
+    fn kept(&self, key: Key) -> Option<Resolved> {
+        self.lock_bases(key).lru.get(&key).cloned()
     }
 
-    /// The full object of `entry`, at the base of a delta chain: from the cache, or inflated
-    /// and kept.
-    fn full_object(
-        &self,
-        pack: &Pack,
-        entry: &pack::data::Entry,
-        scratch: &mut Scratch,
-    ) -> Result<Arc<Vec<u8>>, GitError> {
-        let key = (pack.serial, entry.data_offset);
-        if let Some(bytes) = self.lock_bases().lru.get(&key) {
-            return Ok(Arc::clone(bytes));
-        }
-        let mut bytes = Vec::new();
-        inflate_into(&pack.bundle.pack, entry, &mut scratch.inflate, &mut bytes)?;
+    /// Keeps a chain base or waypoint, dropping the least recently used over the limit.
+    fn keep(&self, key: Key, kind: Kind, bytes: &Arc<Vec<u8>>) {
         let size = bytes.len();
-        let bytes = Arc::new(bytes);
-        if size <= self.limit / 16 {
-            let mut bases = self.lock_bases();
-            if bases.lru.put(key, Arc::clone(&bytes)).is_none() {
-                bases.bytes += size;
-            }
-            while bases.bytes > self.limit {
-                match bases.lru.pop_lru() {
-                    Some((_, dropped)) => bases.bytes -= dropped.len(),
-                    None => break,
-                }
+        let limit = self.limit / SHARDS;
+        if size > limit / 4 {
+            return;
+        }
+        let mut bases = self.lock_bases(key);
+        bases.bytes += size;
+        if let Some((_, (_, old))) = bases.lru.push(key, (kind, Arc::clone(bytes))) {
+            bases.bytes -= old.len();
+        }
+        while bases.bytes > limit {
+            match bases.lru.pop_lru() {
+                Some((_, (_, dropped))) => bases.bytes -= dropped.len(),
+                None => break,
             }
         }
-        Ok(bytes)
     }
 
-    fn lock_bases(&self) -> std::sync::MutexGuard<'_, Bases> {
-        self.bases.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock_bases(&self, (serial, offset): Key) -> std::sync::MutexGuard<'_, Bases> {
+        let shard = (offset ^ u64::from(serial)) as usize % SHARDS;
+        self.bases[shard].lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
