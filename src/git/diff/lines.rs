@@ -88,6 +88,8 @@ pub fn changed_ranges(
     ignore_ws: bool,
 ) -> Vec<(std::ops::Range<u32>, std::ops::Range<u32>)> {
     let mut input: InternedInput<Cow<'_, [u8]>> = InternedInput::default();
+    // Room for every line, so that the interner's table never grows while interning.
+    input.reserve(old.len() as u32, new.len() as u32);
     input.update_before(old.iter().map(|l| comparison_key(l, ignore_ws)));
     input.update_after(new.iter().map(|l| comparison_key(l, ignore_ws)));
     let mut diff = Diff::compute(Algorithm::Myers, &input);

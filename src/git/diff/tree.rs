@@ -41,38 +41,43 @@ fn canonical_mode(mode: u32) -> u32 {
     }
 }
 
-struct TreeEntry {
-    name: BString,
+/// An entry of a tree, its name borrowed from the tree's bytes.
+struct TreeEntry<'d> {
+    name: &'d [u8],
     mode: u32,
     id: ObjectId,
 }
 
-impl TreeEntry {
+impl TreeEntry<'_> {
     fn is_tree(&self) -> bool {
         self.mode == TREE_MODE
     }
 }
 
-fn read_tree(repo: &Repo, id: Option<ObjectId>) -> Result<Vec<TreeEntry>, GitError> {
-    let Some(id) = id else {
-        return Ok(Vec::new());
-    };
+/// The bytes of tree `id` (none for the empty tree).
+fn read_tree(repo: &Repo, id: Option<ObjectId>) -> Result<Vec<u8>, GitError> {
     let mut data = Vec::new();
+    let Some(id) = id else {
+        return Ok(data);
+    };
     match repo.read_object(&id, &mut data)? {
-        Some(gix::object::Kind::Tree) => {}
-        _ => return Err(GitError::internal_msg(format!("missing tree {id}"))),
+        Some(gix::object::Kind::Tree) => Ok(data),
+        _ => Err(GitError::internal_msg(format!("missing tree {id}"))),
     }
-    let decoded =
-        gix::objs::TreeRef::from_bytes(&data, repo.object_hash()).map_err(GitError::internal)?;
-    Ok(decoded
-        .entries
-        .iter()
-        .map(|e| TreeEntry {
-            name: e.filename.into(),
-            mode: canonical_mode(u32::from(e.mode.value())),
-            id: e.oid.to_owned(),
+}
+
+/// The entries of a tree's bytes.
+fn tree_entries<'d>(data: &'d [u8], hash: gix::hash::Kind) -> Result<Vec<TreeEntry<'d>>, GitError> {
+    gix::objs::TreeRefIter::from_bytes(data, hash)
+        .map(|e| {
+            let e = e.map_err(GitError::internal)?;
+            Ok(TreeEntry {
+                name: e.filename.as_ref(),
+                mode: canonical_mode(u32::from(e.mode.value())),
+                id: e.oid.to_owned(),
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// Which paths a diff is limited to: the path itself and everything below it.
@@ -128,17 +133,19 @@ impl Walk<'_> {
         new: Option<ObjectId>,
     ) -> Result<(), GitError> {
         // (the new side first, like blobs: see `Differ::content`)
-        let new = read_tree(self.repo, new)?;
-        let old = read_tree(self.repo, old)?;
+        let new_data = read_tree(self.repo, new)?;
+        let old_data = read_tree(self.repo, old)?;
+        let hash = self.repo.object_hash();
+        let (new, old) = (
+            tree_entries(&new_data, hash)?,
+            tree_entries(&old_data, hash)?,
+        );
         let (mut i, mut j) = (0, 0);
         while i < old.len() || j < new.len() {
             let order = match (old.get(i), new.get(j)) {
-                (Some(a), Some(b)) => gix::objs::tree::name_order(
-                    a.name.as_slice(),
-                    a.is_tree(),
-                    b.name.as_slice(),
-                    b.is_tree(),
-                ),
+                (Some(a), Some(b)) => {
+                    gix::objs::tree::name_order(a.name, a.is_tree(), b.name, b.is_tree())
+                }
                 (Some(_), None) => Ordering::Less,
                 _ => Ordering::Greater,
             };
@@ -171,7 +178,7 @@ impl Walk<'_> {
         old: Option<&TreeEntry>,
         new: Option<&TreeEntry>,
     ) -> Result<(), GitError> {
-        let name = old.or(new).map(|e| e.name.as_slice()).unwrap_or_default();
+        let name = old.or(new).map(|e| e.name).unwrap_or_default();
         let len = base.len();
         if len > 0 {
             base.push(b'/');
