@@ -63,8 +63,8 @@ struct Bases {
 }
 
 /// The packs of one object directory and its alternates: listed on first use, and again when
-/// a pack directory changed (looked at on a miss, and at most a second after the last look on
-/// a hit, so that a pack deleted by a repack is let go).
+/// a pack directory changed (looked at a second after the last look at the earliest, so that
+/// a new pack is used and a pack deleted by a repack is let go).
 pub struct PackSet {
     pack_dirs: Vec<PathBuf>,
     hash: gix::hash::Kind,
@@ -214,6 +214,8 @@ impl Packs {
         SCRATCH.with_borrow_mut(|scratch| self.resolve(&pack, offset, scratch, out))
     }
 
+    /// Where `id` is in the set's packs (listed again first when due; an object missed in
+    /// between is read through gix, which is never wrong, only slower).
     fn locate(&self, set: &PackSet, id: &oid) -> Option<(Arc<Pack>, u64)> {
         let due = set
             .loaded
@@ -221,10 +223,9 @@ impl Packs {
             .unwrap_or_else(|e| e.into_inner())
             .checked
             .is_none_or(|c| c.elapsed() >= RECHECK);
-        if !due && let Some(found) = set.find(id) {
-            return Some(found);
+        if due {
+            self.refresh(set);
         }
-        self.refresh(set);
         set.find(id)
     }
 
