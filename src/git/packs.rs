@@ -45,14 +45,14 @@ struct Pack {
     bundle: pack::Bundle,
 }
 
-/// Every pack opened, by index path, and the full objects read from them.
+/// Every pack opened, by index path, and the chain bases and waypoints read from them.
 pub struct Packs {
     opened: Mutex<HashMap<PathBuf, Weak<Pack>>>,
     next_serial: AtomicU32,
     /// In shards by key, so that the workers' lookups at every step of their chains seldom
     /// wait for each other.
     bases: Vec<Mutex<Bases>>,
-    /// Bytes of full objects kept at most.
+    /// Bytes of chain bases and waypoints kept at most.
     limit: usize,
 }
 
@@ -109,7 +109,7 @@ thread_local! {
 }
 
 impl Packs {
-    /// No packs open yet; at most `limit` bytes of full objects kept.
+    /// No packs open yet; at most `limit` bytes of chain bases and waypoints kept.
     pub fn new(limit: usize) -> Packs {
         Packs {
             opened: Mutex::default(),
@@ -126,7 +126,8 @@ impl Packs {
         }
     }
 
-    /// The packs of `objects_dir` and of its alternates (their stores' packs are opened once).
+    /// The packs of `objects_dir` and of its alternates, listed on first use (a pack of
+    /// several sets, an alternate's, is opened once).
     pub fn set(&self, objects_dir: &Path, hash: gix::hash::Kind) -> PackSet {
         let mut dirs = vec![objects_dir.to_path_buf()];
         if let Ok(alternates) = gix::odb::alternate::resolve(objects_dir.to_path_buf(), objects_dir)
