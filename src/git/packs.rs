@@ -51,15 +51,44 @@ pub struct Packs {
     next_serial: AtomicU32,
     /// In shards by key, so that the workers' lookups at every step of their chains seldom
     /// wait for each other.
-    bases: Vec<Mutex<Bases>>,
+    bases: Vec<Mutex<Kept>>,
     /// Bytes of chain bases and waypoints kept at most.
     limit: usize,
 }
 
-/// Chain bases and waypoints, least recently used first out.
-struct Bases {
+/// Resolved objects by key, the least recently used dropped first when over `limit` bytes:
+/// the chain bases and waypoints of a shard, and a thread's recent chain results.
+struct Kept {
     lru: lru::LruCache<Key, Resolved>,
     bytes: usize,
+    limit: usize,
+}
+
+impl Kept {
+    fn new(limit: usize) -> Kept {
+        Kept {
+            lru: lru::LruCache::unbounded(),
+            bytes: 0,
+            limit,
+        }
+    }
+
+    fn get(&mut self, key: Key) -> Option<Resolved> {
+        self.lru.get(&key).cloned()
+    }
+
+    fn keep(&mut self, key: Key, resolved: Resolved) {
+        self.bytes += resolved.1.len();
+        if let Some((_, (_, old))) = self.lru.push(key, resolved) {
+            self.bytes -= old.len();
+        }
+        while self.bytes > self.limit {
+            match self.lru.pop_lru() {
+                Some((_, (_, dropped))) => self.bytes -= dropped.len(),
+                None => break,
+            }
+        }
+    }
 }
 
 /// The packs of one object directory and its alternates: listed on first use, and again when
@@ -87,8 +116,7 @@ struct Scratch {
     delta: Vec<u8>,
     work: Vec<u8>,
     chain: Vec<pack::data::Entry>,
-    recent: lru::LruCache<Key, Resolved>,
-    recent_bytes: usize,
+    recent: Kept,
 }
 
 impl Default for Scratch {
@@ -98,8 +126,7 @@ impl Default for Scratch {
             delta: Vec::new(),
             work: Vec::new(),
             chain: Vec::new(),
-            recent: lru::LruCache::unbounded(),
-            recent_bytes: 0,
+            recent: Kept::new(RECENT_BYTES),
         }
     }
 }
@@ -115,12 +142,7 @@ impl Packs {
             opened: Mutex::default(),
             next_serial: AtomicU32::new(0),
             bases: (0..SHARDS)
-                .map(|_| {
-                    Mutex::new(Bases {
-                        lru: lru::LruCache::unbounded(),
-                        bytes: 0,
-                    })
-                })
+                .map(|_| Mutex::new(Kept::new(limit / SHARDS)))
                 .collect(),
             limit,
         }
@@ -245,7 +267,11 @@ impl Packs {
         scratch.chain.clear();
         let (kind, start) = loop {
             let key = (pack.serial, entry.data_offset);
-            if let Some(found) = scratch.recent.get(&key).cloned().or_else(|| self.kept(key)) {
+            if let Some(found) = scratch
+                .recent
+                .get(key)
+                .or_else(|| self.lock_bases(key).get(key))
+            {
                 break found;
             }
             let base = match entry.header {
@@ -304,32 +330,14 @@ impl Packs {
         Ok(Some(kind))
     }
 
-    /// A kept chain base or waypoint.
-    fn kept(&self, key: Key) -> Option<Resolved> {
-        self.lock_bases(key).lru.get(&key).cloned()
-    }
-
-    /// Keeps a chain base or waypoint, dropping the least recently used over the limit.
+    /// Keeps a chain base or waypoint (not one over a quarter of its shard).
     fn keep(&self, key: Key, kind: Kind, bytes: &Arc<Vec<u8>>) {
-        let size = bytes.len();
-        let limit = self.limit / SHARDS;
-        if size > limit / 4 {
-            return;
-        }
-        let mut bases = self.lock_bases(key);
-        bases.bytes += size;
-        if let Some((_, (_, old))) = bases.lru.push(key, (kind, Arc::clone(bytes))) {
-            bases.bytes -= old.len();
-        }
-        while bases.bytes > limit {
-            match bases.lru.pop_lru() {
-                Some((_, (_, dropped))) => bases.bytes -= dropped.len(),
-                None => break,
-            }
+        if bytes.len() <= self.limit / SHARDS / 4 {
+            self.lock_bases(key).keep(key, (kind, Arc::clone(bytes)));
         }
     }
 
-    fn lock_bases(&self, (serial, offset): Key) -> std::sync::MutexGuard<'_, Bases> {
+    fn lock_bases(&self, (serial, offset): Key) -> std::sync::MutexGuard<'_, Kept> {
         let shard = (offset ^ u64::from(serial)) as usize % SHARDS;
         self.bases[shard].lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -352,18 +360,8 @@ impl PackSet {
 
 impl Scratch {
     fn remember(&mut self, key: Key, kind: Kind, bytes: &[u8]) {
-        if bytes.len() > RECENT_BYTES / 16 {
-            return;
-        }
-        self.recent_bytes += bytes.len();
-        if let Some((_, (_, old))) = self.recent.push(key, (kind, Arc::new(bytes.to_vec()))) {
-            self.recent_bytes -= old.len();
-        }
-        while self.recent_bytes > RECENT_BYTES {
-            match self.recent.pop_lru() {
-                Some((_, (_, old))) => self.recent_bytes -= old.len(),
-                None => break,
-            }
+        if bytes.len() <= RECENT_BYTES / 16 {
+            self.recent.keep(key, (kind, Arc::new(bytes.to_vec())));
         }
     }
 }

@@ -398,7 +398,8 @@ impl Differ<'_, '_> {
         }
         self.bytes_left -= bytes;
         // The new side first: packs mostly store the older version as a delta against the
-        // newer one, and gix keeps the object just read, so the old side is then one delta away.
+        // newer one, and the pack reader keeps the result just read (`git::packs`), so the
+        // old side is then one delta away.
         let (b, a) = (self.side(new)?, self.side(old)?);
         if let Some(binary) = binary_content(&a, &b) {
             return Ok((binary, 0, 0, true));
