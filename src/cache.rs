@@ -1,11 +1,58 @@
 //! A byte-bounded LRU of rendered fragments that are pure functions of object ids and render
 //! options (diff bodies, highlighted blobs), keyed by those — not by repository — so the same
-//! commit in many forks is rendered once.
+//! commit in many forks is rendered once; and the admission rule it shares with the response
+//! cache: keep what was costly to make, or asked for before.
 
 use crate::git::log::{WalkIds, WalkMemo};
 use lru::LruCache;
 use prometheus_client::metrics::counter::Counter;
+use std::hash::{BuildHasher, Hash, RandomState};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A result that took at least this much CPU time to make is kept the first time.
+pub const COSTLY: Duration = Duration::from_millis(10);
+
+/// The CPU time the calling thread has used (zero where the clock is not available).
+pub fn thread_cpu_time() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(t.tv_sec.max(0) as u64, t.tv_nsec as u32)
+}
+
+/// Keys remembered as asked for once: a crawler at 1,500 pages a second takes about 40 s to
+/// push a key out, a person's reload comes much sooner.
+const SEEN_SLOTS: usize = 1 << 16;
+
+/// Which results a cache keeps: those that cost at least [`COSTLY`] to make, and those whose
+/// key was asked for before. A crawler never asks for a URL twice, so its cheap pages pass by
+/// without evicting the pages people come back to, and without the cost of keeping them.
+///
+/// The keys asked for once are remembered as hashes in a fixed table, one per slot, the newest
+/// winning: a collision forgets a key (it is kept a request later) or, rarely, admits one early.
+pub struct Admission {
+    seen: Box<[AtomicU64]>,
+    hasher: RandomState,
+}
+
+impl Default for Admission {
+    fn default() -> Self {
+        Admission {
+            seen: (0..SEEN_SLOTS).map(|_| AtomicU64::new(0)).collect(),
+            hasher: RandomState::new(),
+        }
+    }
+}
+
+impl Admission {
+    /// Whether the result for `key`, which took `cost` of CPU time to make, is worth keeping.
+    pub fn admits(&self, key: &impl Hash, cost: Duration) -> bool {
+        let hash = self.hasher.hash_one(key) | 1;
+        let slot = &self.seen[(hash >> 48) as usize % SEEN_SLOTS];
+        let asked_before = slot.swap(hash, Ordering::Relaxed) == hash;
+        asked_before || cost >= COSTLY
+    }
+}
 
 /// Hit, miss and eviction counts (exported as metrics).
 #[derive(Default, Debug, Clone)]
@@ -24,6 +71,7 @@ struct Entries {
 pub struct FragmentCache {
     budget: usize,
     entries: Mutex<Entries>,
+    admission: Admission,
     pub stats: CacheStats,
 }
 
@@ -36,11 +84,13 @@ impl FragmentCache {
                 lru: LruCache::unbounded(),
                 bytes: 0,
             }),
+            admission: Admission::default(),
             stats: CacheStats::default(),
         }
     }
 
-    /// The cached fragment for `key`, or the one `render` makes (cached when it fits).
+    /// The cached fragment for `key`, or the one `render` makes (cached when it fits and the
+    /// [`Admission`] rule keeps it).
     pub fn get_or_render<E>(
         &self,
         key: &str,
@@ -51,8 +101,14 @@ impl FragmentCache {
             return Ok(hit);
         }
         self.stats.misses.inc();
+        let started = thread_cpu_time();
         let value: Arc<str> = render()?.into();
-        self.insert(key, Arc::clone(&value));
+        if self
+            .admission
+            .admits(&key, thread_cpu_time().saturating_sub(started))
+        {
+            self.insert(key, Arc::clone(&value));
+        }
         Ok(value)
     }
 
@@ -218,10 +274,37 @@ mod tests {
     use super::*;
     use std::convert::Infallible;
 
-    fn fill(cache: &FragmentCache, key: &str, len: usize) -> Arc<str> {
+    fn render(cache: &FragmentCache, key: &str, len: usize) -> Arc<str> {
         cache
             .get_or_render(key, || Ok::<_, Infallible>("x".repeat(len)))
             .unwrap()
+    }
+
+    /// Renders `key` twice, the second time kept: a cheap fragment asked for again.
+    fn fill(cache: &FragmentCache, key: &str, len: usize) -> Arc<str> {
+        render(cache, key, len);
+        render(cache, key, len)
+    }
+
+    #[test]
+    fn admission_keeps_the_costly_and_the_asked_for_again() {
+        let admission = Admission::default();
+        let cheap = Duration::from_micros(100);
+        assert!(!admission.admits(&"once", cheap));
+        assert!(admission.admits(&"once", cheap), "asked for again");
+        assert!(admission.admits(&"slow", COSTLY), "costly the first time");
+        let crawled = (0..1000).filter(|n| admission.admits(n, cheap)).count();
+        assert_eq!(crawled, 0, "distinct keys asked for once are not kept");
+    }
+
+    #[test]
+    fn a_cheap_fragment_asked_for_once_is_not_kept() {
+        let cache = FragmentCache::new(10_000);
+        render(&cache, "once", 100);
+        assert!(cache.is_empty());
+        fill(&cache, "twice", 100);
+        assert_eq!(cache.len(), 1);
+        assert_eq!(cache.stats.misses.get(), 3);
     }
 
     #[test]
@@ -233,7 +316,7 @@ mod tests {
         }
         assert!(cache.len() <= 11);
         assert!(cache.stats.evictions.get() >= 89);
-        assert_eq!(cache.stats.misses.get(), 100);
+        assert_eq!(cache.stats.misses.get(), 200);
     }
 
     #[test]

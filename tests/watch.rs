@@ -84,6 +84,8 @@ fn without_watches_the_stat_check_sees_a_ref_update() {
     let dir = TempDir::new("watch-off");
     let (rc, git_dir, second) = build(dir.path(), "watch-refs=0\n");
     let server = Server::start(&rc);
+    // Asked for twice, so that the response cache keeps the page until a check sees the update.
+    server.page("/r/log/");
     assert!(server.page("/r/log/").contains("first commit"));
     git(&git_dir, &["update-ref", "refs/heads/main", &second]);
     assert!(eventually_shows(&server, "/r/log/", "second commit"));

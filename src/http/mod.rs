@@ -42,7 +42,7 @@ const STREAM_PERMITS: usize = 64;
 
 /// A render as every identical concurrent request receives it: the page, or why it was not
 /// rendered; with the time it waited for a worker and the time it took.
-type Rendered = Result<(Arc<pages::Response>, Duration, Duration), Shed>;
+type Rendered = Result<(Arc<pages::Response>, Duration, Duration, Duration), Shed>;
 
 /// Shared server state: the current site (swapped on reload), the scheduler for git work,
 /// renders in flight, the file-sending permits, metrics and the access-log sampler.
@@ -255,9 +255,14 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         (cache_key.is_some() || keep_later.is_some()) && if_none_match.is_some();
     let client_key = client::client_key(client);
     let rendered = render_scheduled(&app, &site, req, class, client_key, auth).await;
-    let (mut page, waited, ran) = match rendered {
-        Ok((page, waited, ran)) => (Arc::unwrap_or_clone(page), waited, ran),
-        Err(shed) => (shed_page(&site, shed), Duration::ZERO, Duration::ZERO),
+    let (mut page, waited, ran, cpu) = match rendered {
+        Ok((page, waited, ran, cpu)) => (Arc::unwrap_or_clone(page), waited, ran, cpu),
+        Err(shed) => (
+            shed_page(&site, shed),
+            Duration::ZERO,
+            Duration::ZERO,
+            Duration::ZERO,
+        ),
     };
     if ranged {
         range::advertise(&mut page);
@@ -269,6 +274,7 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         key.rendered_from(&site, req, &page).then_some(key)
     });
     if let Some(key) = cache_key
+        && app.responses.admits(&key, cpu)
         && let Some(entry) = Entry::from_page(&page, is_index)
     {
         let entry = app.keep(key, entry).await;
@@ -459,7 +465,7 @@ async fn render_scheduled(
                 crate::auth::render(&worker_site, &req, &auth)
             })
             .await?;
-        return Ok((Arc::new(done.value), done.waited, done.ran));
+        return Ok((Arc::new(done.value), done.waited, done.ran, done.cpu));
     }
     let key = (site.generation, req.clone());
     let worker_site = Arc::clone(site);
@@ -468,7 +474,7 @@ async fn render_scheduled(
             .scheduler
             .run(class, client, move || pages::render(&worker_site, &req))
             .await?;
-        Ok((Arc::new(done.value), done.waited, done.ran))
+        Ok((Arc::new(done.value), done.waited, done.ran, done.cpu))
     };
     app.flights.run(key, render).await
 }

@@ -8,6 +8,10 @@
 //! coding. A push changes the ref version, so old entries become unreachable (and age out of
 //! the LRU); a reload changes the generation and clears the cache.
 //!
+//! A page is kept from its second render, or its first when that took
+//! [`crate::cache::COSTLY`] or more ([`crate::cache::Admission`]): a crawler's distinct URLs
+//! neither evict the pages people come back to nor pay for being kept.
+//!
 //! Only complete, public, successful, buffered pages are kept: status 200, a `Body::Full`, no
 //! `no-cache`/`no-store`/`private` (partial pages cut short by a budget say `no-cache`). An
 //! entry lives no longer than the `max-age` it was sent with (relative dates stay as fresh as
@@ -17,6 +21,7 @@
 //! Bounded in bytes (bodies, headers and keys); one entry is at most a sixteenth of the budget.
 
 use super::compress::Coding;
+use crate::cache::Admission;
 use crate::pages::parts::validators;
 use crate::pages::{self, Page, PageRequest, Site};
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -251,6 +256,7 @@ struct Inner {
 pub struct ResponseCache {
     budget: usize,
     inner: Mutex<Inner>,
+    admission: Admission,
     pub stats: Stats,
 }
 
@@ -263,12 +269,26 @@ impl ResponseCache {
                 lru: LruCache::unbounded(),
                 bytes: 0,
             }),
+            admission: Admission::default(),
             stats: Stats::default(),
         }
     }
 
     pub fn enabled(&self) -> bool {
         self.budget > 0
+    }
+
+    /// Whether a page rendered for `key` in `cost` is kept (by the [`Admission`] rule; any
+    /// coding of the page counts as the same page).
+    pub fn admits(&self, key: &Key, cost: Duration) -> bool {
+        let page = (
+            key.generation,
+            key.refs_version,
+            &key.target,
+            &key.host,
+            key.esi,
+        );
+        self.admission.admits(&page, cost)
     }
 
     /// The fresh entry under `key`, made most recently used.

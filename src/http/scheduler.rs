@@ -246,6 +246,8 @@ pub struct Done<R> {
     pub waited: Duration,
     /// The job's own run time on the worker.
     pub ran: Duration,
+    /// The CPU time the worker's thread spent on it (what it cost, without time preempted).
+    pub cpu: Duration,
 }
 
 /// Counts at one moment, for tests and logs.
@@ -433,10 +435,20 @@ where
     fn run(self: Box<Self>, waited: Duration) -> Ran {
         let Job { job, reply } = *self;
         let started = Instant::now();
+        let cpu_before = crate::cache::thread_cpu_time();
         let outcome = catch_unwind(AssertUnwindSafe(job));
         let ran = started.elapsed();
+        let cpu = crate::cache::thread_cpu_time().saturating_sub(cpu_before);
         let (answer, panicked) = match outcome {
-            Ok(value) => (Ok(Done { value, waited, ran }), false),
+            Ok(value) => (
+                Ok(Done {
+                    value,
+                    waited,
+                    ran,
+                    cpu,
+                }),
+                false,
+            ),
             Err(payload) => {
                 let what = payload
                     .downcast_ref::<&str>()
