@@ -14,7 +14,7 @@ use std::time::Duration;
 /// A result that took at least this much CPU time to make is kept the first time.
 pub const COSTLY: Duration = Duration::from_millis(10);
 
-/// The CPU time the calling thread has used (zero where the clock is not available).
+/// The CPU time the calling thread has used.
 pub fn thread_cpu_time() -> Duration {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
     Duration::new(t.tv_sec.max(0) as u64, t.tv_nsec as u32)

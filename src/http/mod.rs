@@ -23,7 +23,7 @@ use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use compress::Coding;
 use response_cache::{Entry, Key, ResponseCache};
-use scheduler::{Limits, Scheduler, Shed, ShedReason};
+use scheduler::{Done, Limits, Scheduler, Shed, ShedReason};
 use single_flight::SingleFlight;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,9 +40,9 @@ const INLINE_COMPRESSION: usize = 16 << 10;
 /// File bodies (archives, clone files) being sent at once; each holds a blocking thread.
 const STREAM_PERMITS: usize = 64;
 
-/// A render as every identical concurrent request receives it: the page, or why it was not
-/// rendered; with the time it waited for a worker and the time it took.
-type Rendered = Result<(Arc<pages::Response>, Duration, Duration, Duration), Shed>;
+/// A render as every identical concurrent request receives it: the page, with the time it
+/// waited for a worker and the time it took; or why it was not rendered.
+type Rendered = Result<Done<Arc<pages::Response>>, Shed>;
 
 /// Shared server state: the current site (swapped on reload), the scheduler for git work,
 /// renders in flight, the file-sending permits, metrics and the access-log sampler.
@@ -256,7 +256,12 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     let client_key = client::client_key(client);
     let rendered = render_scheduled(&app, &site, req, class, client_key, auth).await;
     let (mut page, waited, ran, cpu) = match rendered {
-        Ok((page, waited, ran, cpu)) => (Arc::unwrap_or_clone(page), waited, ran, cpu),
+        Ok(done) => (
+            Arc::unwrap_or_clone(done.value),
+            done.waited,
+            done.ran,
+            done.cpu,
+        ),
         Err(shed) => (
             shed_page(&site, shed),
             Duration::ZERO,
@@ -465,7 +470,7 @@ async fn render_scheduled(
                 crate::auth::render(&worker_site, &req, &auth)
             })
             .await?;
-        return Ok((Arc::new(done.value), done.waited, done.ran, done.cpu));
+        return Ok(done.shared());
     }
     let key = (site.generation, req.clone());
     let worker_site = Arc::clone(site);
@@ -474,7 +479,7 @@ async fn render_scheduled(
             .scheduler
             .run(class, client, move || pages::render(&worker_site, &req))
             .await?;
-        Ok((Arc::new(done.value), done.waited, done.ran, done.cpu))
+        Ok(done.shared())
     };
     app.flights.run(key, render).await
 }

@@ -250,6 +250,18 @@ pub struct Done<R> {
     pub cpu: Duration,
 }
 
+impl<R> Done<R> {
+    /// The same finish, its value behind an `Arc` (for identical requests to share).
+    pub fn shared(self) -> Done<Arc<R>> {
+        Done {
+            value: Arc::new(self.value),
+            waited: self.waited,
+            ran: self.ran,
+            cpu: self.cpu,
+        }
+    }
+}
+
 /// Counts at one moment, for tests and logs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SchedulerStats {
