@@ -76,6 +76,7 @@ const PAGES: &[&str] = &[
     "/r/commit/",
     "/r/commit/?id=v1.0",
     "/r/diff/",
+    "/r/info/refs",
 ];
 
 #[test]
@@ -126,7 +127,7 @@ fn conditional_repeats_are_answered_from_the_cache() {
 fn a_push_shows_after_the_freshness_window() {
     let (dir, rc, work) = site("rc-push");
     let server = Server::start(&rc);
-    for url in ["/r/", "/r/log/", "/r/atom/"] {
+    for url in ["/r/", "/r/log/", "/r/atom/", "/r/info/refs"] {
         let first = server.page(url);
         assert!(!first.contains("pushed commit"));
         assert_eq!(server.page(url), first);
@@ -135,6 +136,13 @@ fn a_push_shows_after_the_freshness_window() {
     commit_all(&work, "pushed commit", "2024-02-01T00:00:00+00:00");
     let served = dir.path().join("served.git");
     git(&work, &["push", "-q", served.to_str().unwrap(), "main"]);
+    let pushed = git(&work, &["rev-parse", "HEAD"]);
+    assert!(
+        eventually(&server, "/r/info/refs", |r| r
+            .text()
+            .contains(pushed.trim())),
+        "info/refs: the pushed head"
+    );
     for url in ["/r/", "/r/log/", "/r/atom/"] {
         assert!(
             eventually(&server, url, |r| r.text().contains("pushed commit")),

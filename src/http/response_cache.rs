@@ -123,6 +123,7 @@ pub fn cacheable_page(page: Page) -> bool {
             | Page::Commit
             | Page::Diff
             | Page::Index
+            | Page::CloneInfo
     )
 }
 
