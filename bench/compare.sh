@@ -1,6 +1,7 @@
 #!/bin/bash
 # Serves one repository with cgitd and with Debian's cgit side by side (same run, same machine)
-# and prints, per page, cgit's and cgitd's median latency and their ratio; then throughput for a
+# and prints, per page, cgit's and cgitd's median latency and their ratio, and the floor (a static
+# file from lighttpd beside cgitd's own stylesheet); then throughput for a
 # few pages and for a crawler pattern (every request a different commit); then cgitd's memory.
 #
 # usage: bench/compare.sh [REPO]      REPO: any git directory (e.g. a clone of git.git);
@@ -91,6 +92,9 @@ while read -r name path; do
     r=$(ratio "$c" "$d"); [ "$cs$ds" = 200200 ] || r="n/a"
     printf '| %-13s | %-9s | %12s | %12s | %7s |\n' "$name" "$cs/$ds" "$c" "$d" "$r"
 done <<< "$PAGES"
+# The floor: a static file (cgit's stylesheet) from lighttpd, and cgitd's own embedded one.
+c=$(median_ms "http://127.0.0.1:$CGIT_PORT/cgit-css/cgit.css"); d=$(median_ms "http://127.0.0.1:$CGITD_PORT/cgit.css")
+printf '| %-13s | %-9s | %12s | %12s | %7s |\n' "static file" "lighttpd" "$c" "$d" "$(ratio "$c" "$d")"
 
 rps() { wrk -t2 -c8 -d"${TDUR}s" --timeout 30s "${WRK_H[@]}" "$@" 2>/dev/null | awk '/Requests\/sec/ {printf "%.0f", $2}'; }
 echo
