@@ -91,10 +91,41 @@ pub fn changed_ranges(
     // Room for every line, so that the interner's table never grows while interning.
     input.reserve(old.len() as u32, new.len() as u32);
     input.update_before(old.iter().map(|l| comparison_key(l, ignore_ws)));
-    input.update_after(new.iter().map(|l| comparison_key(l, ignore_ws)));
+    intern_after(&mut input, old, new, ignore_ws);
     let mut diff = Diff::compute(Algorithm::Myers, &input);
     diff.postprocess_lines(&input);
     diff.hunks().map(|h| (h.before, h.after)).collect()
+}
+
+/// Interns the new side's lines after the old side's. The lines of the common head and tail
+/// (most of a file, in most commits) take the token of the equal old line without being hashed;
+/// the tokens are the ones interning every line would give.
+fn intern_after<'a>(
+    input: &mut InternedInput<Cow<'a, [u8]>>,
+    old: &[&'a [u8]],
+    new: &[&'a [u8]],
+    ignore_ws: bool,
+) {
+    let head = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let tail = old[head..]
+        .iter()
+        .rev()
+        .zip(new[head..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let middle = &new[head..new.len() - tail];
+    let InternedInput {
+        before,
+        after,
+        interner,
+    } = input;
+    after.extend_from_slice(&before[..head]);
+    after.extend(
+        middle
+            .iter()
+            .map(|l| interner.intern(comparison_key(l, ignore_ws))),
+    );
+    after.extend_from_slice(&before[old.len() - tail..]);
 }
 
 /// Diffs two texts. When the hunks would hold more than `max_lines` lines, no hunks are built
@@ -261,5 +292,29 @@ mod tests {
         assert!(h.lines.last().unwrap().no_newline);
         assert_eq!(diff_text(b"a\n", b"b\n", 3, false, 1).err(), Some((1, 1)));
         assert_eq!(count_changes(b"a\nb\nc\n", b"a\nB\nc\nd\n", false), (2, 1));
+    }
+
+    #[test]
+    fn the_common_head_and_tail_get_the_tokens_interning_would_give() {
+        let cases: &[(&[u8], &[u8], bool)] = &[
+            (b"a\nb\nc\nd\n", b"a\nx\nc\nd\n", false),
+            (b"a\na\na\n", b"a\na\n", false),
+            (b"a\nb\n", b"a\nb\n", false),
+            (b"", b"a\n", false),
+            (b"x\n", b"", false),
+            (b"a\n b\nc\nb\n", b"a\nb\nc\nb\nb\n", true),
+            (b"q\nb\nc", b"b\nc\nb\nc", false),
+        ];
+        for &(old, new, ignore_ws) in cases {
+            let (old, new) = (split_lines(old), split_lines(new));
+            let mut every_line = InternedInput::default();
+            every_line.update_before(old.iter().map(|l| comparison_key(l, ignore_ws)));
+            every_line.update_after(new.iter().map(|l| comparison_key(l, ignore_ws)));
+            let mut input = InternedInput::default();
+            input.update_before(old.iter().map(|l| comparison_key(l, ignore_ws)));
+            intern_after(&mut input, &old, &new, ignore_ws);
+            assert_eq!(input.before, every_line.before, "{old:?} {new:?}");
+            assert_eq!(input.after, every_line.after, "{old:?} {new:?}");
+        }
     }
 }
