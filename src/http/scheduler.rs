@@ -48,6 +48,22 @@ use tokio::sync::oneshot;
 
 pub use crate::request::page::CostClass;
 
+/// How much nicer than the process a worker thread is. Git work is CPU-bound and keeps every
+/// core busy under a crawl; the runtime's threads, which accept, answer from the cache and write
+/// responses, then still run as soon as they wake instead of taking turns with the workers.
+const WORKER_NICENESS: i32 = 5;
+
+/// Makes the calling thread (on Linux, `setpriority` with no pid is the calling thread, not the
+/// whole process) `WORKER_NICENESS` nicer; a failure is logged and the thread runs as it is.
+fn lower_priority() {
+    let lowered = rustix::process::getpriority_process(None).and_then(|nice| {
+        rustix::process::setpriority_process(None, (nice + WORKER_NICENESS).min(19))
+    });
+    if let Err(e) = lowered {
+        tracing::warn!(error = %e, "git worker priority not lowered");
+    }
+}
+
 /// The scheduler's limits. [`Limits::default_for_cores`] gives values that need no tuning.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -299,7 +315,10 @@ impl Scheduler {
             let worker = Arc::clone(&inner);
             std::thread::Builder::new()
                 .name(format!("cgitd-git-{n}"))
-                .spawn(move || worker.work())
+                .spawn(move || {
+                    lower_priority();
+                    worker.work()
+                })
                 .expect("cannot start a git worker thread");
         }
         Arc::new(Scheduler { inner })
@@ -1044,6 +1063,16 @@ mod tests {
         assert_eq!(Limits::for_cores(8).expensive_workers, 8);
         let l = Limits::default_for_cores();
         assert!(l.expensive_workers < l.workers);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn workers_are_nicer_than_the_runtime() {
+        let sched = Scheduler::new(limits(2, 1));
+        let nice = || rustix::process::getpriority_process(None).unwrap();
+        let runtime = nice();
+        let worker = sched.run(CostClass::Cheap, 1, nice).await.unwrap().value;
+        assert_eq!(worker, (runtime + WORKER_NICENESS).min(19));
+        assert_eq!(nice(), runtime, "only the workers are lowered");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
