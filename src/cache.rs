@@ -231,18 +231,38 @@ impl<V: Copy> IdMemo<V> {
         self.lock().insert(id, value);
     }
 
-    /// What is remembered of `id`, else what `read` finds (then remembered).
-    pub fn get_or_read<E>(
+    /// What is remembered of each of `ids`, else what `read` finds (then remembered). The
+    /// memo is locked once to look all of them up and once to remember what was read, not once
+    /// an id: a tree listing asks for hundreds while every worker shares the memo.
+    pub fn get_or_read_all<E>(
         &self,
-        id: gix::ObjectId,
-        read: impl FnOnce() -> Result<V, E>,
-    ) -> Result<V, E> {
-        if let Some(value) = self.get(id) {
-            return Ok(value);
+        ids: &[gix::ObjectId],
+        mut read: impl FnMut(gix::ObjectId) -> Result<V, E>,
+    ) -> Result<Vec<V>, E> {
+        let remembered: Vec<Option<V>> = {
+            let mut generations = self.lock();
+            ids.iter().map(|id| generations.get(id)).collect()
+        };
+        let mut read_now = Vec::new();
+        let values = ids
+            .iter()
+            .zip(remembered)
+            .map(|(&id, value)| match value {
+                Some(value) => Ok(value),
+                None => {
+                    let value = read(id)?;
+                    read_now.push((id, value));
+                    Ok(value)
+                }
+            })
+            .collect::<Result<Vec<V>, E>>()?;
+        if !read_now.is_empty() {
+            let mut generations = self.lock();
+            for (id, value) in read_now {
+                generations.insert(id, value);
+            }
         }
-        let value = read()?;
-        self.insert(id, value);
-        Ok(value)
+        Ok(values)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Generations<V>> {
@@ -390,5 +410,22 @@ mod tests {
         let generations = memo.lock();
         let kept = generations.current.len() + generations.old.len();
         assert!(kept <= 2 * GENERATION, "{kept} facts kept");
+    }
+
+    #[test]
+    fn id_memo_reads_only_what_it_does_not_remember() {
+        let memo = IdMemo::<u64>::default();
+        memo.insert(id(1), 10);
+        let mut read = Vec::new();
+        let values = memo.get_or_read_all::<Infallible>(&[id(1), id(2), id(3)], |i| {
+            read.push(i);
+            Ok(read.len() as u64 * 100)
+        });
+        assert_eq!(values.unwrap(), [10, 100, 200]);
+        assert_eq!(read, [id(2), id(3)]);
+        assert_eq!(memo.get(id(3)), Some(200), "what was read is remembered");
+        let failed = memo.get_or_read_all(&[id(1), id(4)], |_| Err("unreadable"));
+        assert_eq!(failed, Err("unreadable"));
+        assert_eq!(memo.get(id(4)), None);
     }
 }

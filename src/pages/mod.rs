@@ -206,11 +206,11 @@ impl RepoCtx<'_> {
             .unwrap_or_default()
     }
 
-    /// The size of an object, remembered across requests and repositories.
-    pub fn object_size(&self, id: gix::ObjectId) -> Result<u64, crate::git::GitError> {
+    /// The sizes of objects, remembered across requests and repositories.
+    pub fn object_sizes(&self, ids: &[gix::ObjectId]) -> Result<Vec<u64>, crate::git::GitError> {
         self.site
             .sizes
-            .get_or_read(id, || crate::git::tree::object_size(self.repo, id))
+            .get_or_read_all(ids, |id| crate::git::tree::object_size(self.repo, id))
     }
 
     /// The commit `head` names: a branch tip from the ref snapshot (so a page is consistent with

@@ -176,7 +176,14 @@ fn listing<'e>(
     let mut full = join(dir, b"");
     let dir_len = full.len();
     let mut tree_buf = Vec::new();
-    for e in entries.iter().take(MAX_ROWS) {
+    let shown = &entries[..entries.len().min(MAX_ROWS)];
+    let sized: Vec<ObjectId> = shown
+        .iter()
+        .filter(|e| !e.mode.is_commit())
+        .map(|e| e.id)
+        .collect();
+    let mut sizes = ctx.object_sizes(&sized)?.into_iter();
+    for e in shown {
         full.truncate(dir_len);
         full.extend_from_slice(&e.name);
         let kind = if e.mode.is_tree() {
@@ -203,9 +210,11 @@ fn listing<'e>(
         rows.push(Row {
             mode: mode_string(e.mode),
             label: e.name.to_str_lossy(),
-            size: match kind {
-                RowKind::Module { .. } => 0,
-                _ => ctx.object_size(e.id)?,
+            // in the order of `sized`: every entry but submodules
+            size: if e.mode.is_commit() {
+                0
+            } else {
+                sizes.next().unwrap_or_default()
             },
             path: html::escape(&escape_path(&full)),
             plain: !matches!(kind, RowKind::Module { .. }),
