@@ -63,4 +63,13 @@ impl<'a> Repo<'a> {
             .map_err(GitError::internal)?;
         Ok(found.map(|data| data.kind))
     }
+
+    /// The bytes of blob `id`, which a tree names: its absence is a broken repository (an
+    /// internal error), not a user's mistake.
+    pub fn read_named_blob(&self, id: &gix::hash::oid) -> Result<Vec<u8>, GitError> {
+        let mut data = Vec::new();
+        self.read_object(id, &mut data)?
+            .ok_or_else(|| GitError::internal_msg(format!("missing blob {id}")))?;
+        Ok(data)
+    }
 }

@@ -51,13 +51,7 @@ impl<'r> BinaryPatches<'r> {
     fn blob(&self, id: Option<ObjectId>) -> Result<Vec<u8>, GitError> {
         match id {
             None => Ok(Vec::new()),
-            Some(id) => {
-                let mut data = Vec::new();
-                self.repo
-                    .read_object(&id, &mut data)?
-                    .ok_or_else(|| GitError::internal_msg(format!("missing blob {id}")))?;
-                Ok(data)
-            }
+            Some(id) => self.repo.read_named_blob(&id),
         }
     }
 

@@ -29,11 +29,7 @@ impl<'r> Blobs<'r> {
         if let Some(d) = self.data.get(&id) {
             return Ok(Rc::clone(d));
         }
-        let mut data = Vec::new();
-        self.repo
-            .read_object(&id, &mut data)?
-            .ok_or_else(|| GitError::internal_msg(format!("missing blob {id}")))?;
-        let data = Rc::new(data);
+        let data = Rc::new(self.repo.read_named_blob(&id)?);
         self.sizes.insert(id, data.len() as u64);
         self.data.insert(id, Rc::clone(&data));
         Ok(data)
