@@ -282,14 +282,8 @@ impl ResponseCache {
     /// Whether a page rendered for `key` in `cost` is kept (by the [`Admission`] rule; any
     /// coding of the page counts as the same page).
     pub fn admits(&self, key: &Key, cost: Duration) -> bool {
-        let page = (
-            key.generation,
-            key.refs_version,
-            &key.target,
-            &key.host,
-            key.esi,
-        );
-        self.admission.admits(&page, cost)
+        self.admission
+            .admits(&key.with_coding(Coding::Identity), cost)
     }
 
     /// The fresh entry under `key`, made most recently used.
