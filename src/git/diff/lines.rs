@@ -2,8 +2,9 @@
 //! context merging, function-name headers and missing-newline markers.
 
 use gix::bstr::BString;
-use gix::diff::blob::{Algorithm, Diff, InternedInput};
+use gix::diff::blob::{Algorithm, Diff, IndentHeuristic, IndentLevel, Token};
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LineKind {
@@ -87,45 +88,103 @@ pub fn changed_ranges(
     new: &[&[u8]],
     ignore_ws: bool,
 ) -> Vec<(std::ops::Range<u32>, std::ops::Range<u32>)> {
-    let mut input: InternedInput<Cow<'_, [u8]>> = InternedInput::default();
-    // Room for every line, so that the interner's table never grows while interning.
-    input.reserve(old.len() as u32, new.len() as u32);
-    input.update_before(old.iter().map(|l| comparison_key(l, ignore_ws)));
-    intern_after(&mut input, old, new, ignore_ws);
-    let mut diff = Diff::compute(Algorithm::Myers, &input);
-    diff.postprocess_lines(&input);
+    let tokens = Tokens::new(old, new, ignore_ws);
+    let mut diff = Diff::default();
+    diff.compute_with(
+        Algorithm::Myers,
+        &tokens.before,
+        &tokens.after,
+        tokens.count(),
+    );
+    diff.postprocess_with(
+        &tokens.before,
+        &tokens.after,
+        IndentHeuristic::new(|token| tokens.indent(token)),
+    );
     diff.hunks().map(|h| (h.before, h.after)).collect()
 }
 
-/// Interns the new side's lines after the old side's. The lines of the common head and tail
-/// (most of a file, in most commits) take the token of the equal old line without being hashed;
-/// the tokens are the ones interning every line would give.
-fn intern_after<'a>(
-    input: &mut InternedInput<Cow<'a, [u8]>>,
-    old: &[&'a [u8]],
-    new: &[&'a [u8]],
+/// Both sides' lines as tokens, equal where the lines' comparison keys are. Only the lines
+/// between the common head and tail (most of a file is head and tail, in most commits) are
+/// hashed into a table; a line of the head or tail is looked up in it, and one that equals no
+/// line between gets a token of its own (its old line number above the table's tokens).
+///
+/// The diff sees what interning every line would give. Myers searches only between the common
+/// ends, and counts (as git does, over both whole files) only the tokens it finds there, which
+/// are the table's. A slider moves over lines equal to the changed lines it moves; a line of
+/// its own equals none, and its interned token would not either.
+struct Tokens<'a> {
+    before: Vec<Token>,
+    after: Vec<Token>,
+    /// The comparison keys of the table's tokens, by token.
+    keys: Vec<Cow<'a, [u8]>>,
+    old: &'a [&'a [u8]],
     ignore_ws: bool,
-) {
-    let head = old.iter().zip(new).take_while(|(a, b)| a == b).count();
-    let tail = old[head..]
-        .iter()
-        .rev()
-        .zip(new[head..].iter().rev())
-        .take_while(|(a, b)| a == b)
-        .count();
-    let middle = &new[head..new.len() - tail];
-    let InternedInput {
-        before,
-        after,
-        interner,
-    } = input;
-    after.extend_from_slice(&before[..head]);
-    after.extend(
-        middle
+}
+
+impl<'a> Tokens<'a> {
+    fn new(old: &'a [&'a [u8]], new: &'a [&'a [u8]], ignore_ws: bool) -> Tokens<'a> {
+        let head = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+        let tail = old[head..]
             .iter()
-            .map(|l| interner.intern(comparison_key(l, ignore_ws))),
-    );
-    after.extend_from_slice(&before[old.len() - tail..]);
+            .rev()
+            .zip(new[head..].iter().rev())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let (old_middle, new_middle) = (head..old.len() - tail, head..new.len() - tail);
+        let mut table: HashMap<Cow<'a, [u8]>, Token, foldhash::fast::RandomState> =
+            HashMap::with_capacity_and_hasher(
+                old_middle.len() + new_middle.len(),
+                Default::default(),
+            );
+        let mut keys = Vec::new();
+        let mut intern = |line: &'a [u8]| {
+            let key = comparison_key(line, ignore_ws);
+            *table.entry(key).or_insert_with_key(|key| {
+                keys.push(key.clone());
+                Token(keys.len() as u32 - 1)
+            })
+        };
+        let old_tokens: Vec<Token> = old[old_middle.clone()].iter().map(|l| intern(l)).collect();
+        let new_tokens: Vec<Token> = new[new_middle].iter().map(|l| intern(l)).collect();
+        let own = keys.len() as u32;
+        let end_token = |i: usize| {
+            table
+                .get(comparison_key(old[i], ignore_ws).as_ref())
+                .copied()
+                .unwrap_or(Token(own + i as u32))
+        };
+        let mut before = Vec::with_capacity(old.len());
+        before.extend((0..head).map(end_token));
+        before.extend(old_tokens);
+        before.extend((old_middle.end..old.len()).map(end_token));
+        let mut after = Vec::with_capacity(new.len());
+        after.extend_from_slice(&before[..head]);
+        after.extend(new_tokens);
+        after.extend_from_slice(&before[old_middle.end..]);
+        Tokens {
+            before,
+            after,
+            keys,
+            old,
+            ignore_ws,
+        }
+    }
+
+    /// Tokens given, the table's and the head's and tail's own.
+    fn count(&self) -> u32 {
+        self.keys.len() as u32 + self.old.len() as u32
+    }
+
+    /// The indentation of a token's comparison key, as the slider heuristic measures it.
+    fn indent(&self, token: Token) -> IndentLevel {
+        let index = token.0 as usize;
+        let key = match self.keys.get(index) {
+            Some(key) => Cow::Borrowed(key.as_ref()),
+            None => comparison_key(self.old[index - self.keys.len()], self.ignore_ws),
+        };
+        IndentLevel::for_ascii_line(key.iter().copied(), 8)
+    }
 }
 
 /// Diffs two texts. When the hunks would hold more than `max_lines` lines, no hunks are built
@@ -294,8 +353,47 @@ mod tests {
         assert_eq!(count_changes(b"a\nb\nc\n", b"a\nB\nc\nd\n", false), (2, 1));
     }
 
+    /// What the diff gave when every line of both sides was interned.
+    fn changed_ranges_interning_every_line(
+        old: &[&[u8]],
+        new: &[&[u8]],
+        ignore_ws: bool,
+    ) -> Vec<Change> {
+        use gix::diff::blob::InternedInput;
+        let mut input = InternedInput::default();
+        input.update_before(old.iter().map(|l| comparison_key(l, ignore_ws)));
+        input.update_after(new.iter().map(|l| comparison_key(l, ignore_ws)));
+        let mut diff = Diff::compute(Algorithm::Myers, &input);
+        diff.postprocess_lines(&input);
+        diff.hunks().map(|h| (h.before, h.after)).collect()
+    }
+
+    /// Lines that repeat, differ only in whitespace, are blank or indented, so that sliders
+    /// move and the heuristic weighs indentation.
+    const VOCABULARY: &[&[u8]] = &[
+        b"\n",
+        b"}\n",
+        b"\t}\n",
+        b"a\n",
+        b"b\n",
+        b" a\n",
+        b"\ta;\n",
+        b"\t\tb;\n",
+        b"int f(void)\n",
+        b"{\n",
+        b"  \n",
+        b"c",
+    ];
+
+    fn lines_of(picks: &[usize]) -> Vec<&'static [u8]> {
+        picks
+            .iter()
+            .map(|&i| VOCABULARY[i % VOCABULARY.len()])
+            .collect()
+    }
+
     #[test]
-    fn the_common_head_and_tail_get_the_tokens_interning_would_give() {
+    fn ends_hashed_or_not_give_the_same_diff_in_these_cases() {
         let cases: &[(&[u8], &[u8], bool)] = &[
             (b"a\nb\nc\nd\n", b"a\nx\nc\nd\n", false),
             (b"a\na\na\n", b"a\na\n", false),
@@ -307,14 +405,36 @@ mod tests {
         ];
         for &(old, new, ignore_ws) in cases {
             let (old, new) = (split_lines(old), split_lines(new));
-            let mut every_line = InternedInput::default();
-            every_line.update_before(old.iter().map(|l| comparison_key(l, ignore_ws)));
-            every_line.update_after(new.iter().map(|l| comparison_key(l, ignore_ws)));
-            let mut input = InternedInput::default();
-            input.update_before(old.iter().map(|l| comparison_key(l, ignore_ws)));
-            intern_after(&mut input, &old, &new, ignore_ws);
-            assert_eq!(input.before, every_line.before, "{old:?} {new:?}");
-            assert_eq!(input.after, every_line.after, "{old:?} {new:?}");
+            assert_eq!(
+                changed_ranges(&old, &new, ignore_ws),
+                changed_ranges_interning_every_line(&old, &new, ignore_ws),
+                "{old:?} {new:?}"
+            );
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 2000, ..Default::default() })]
+
+        /// Whatever the texts and edits, looking the common ends up instead of interning them
+        /// changes no hunk.
+        #[test]
+        fn ends_hashed_or_not_give_the_same_diff(
+            old in proptest::collection::vec(0usize..12, 0..60),
+            edits in proptest::collection::vec((0usize..60, 0usize..4, proptest::collection::vec(0usize..12, 0..5)), 0..4),
+            ignore_ws in proptest::bool::ANY,
+        ) {
+            let mut new = old.clone();
+            for (at, removed, inserted) in edits {
+                let at = at.min(new.len());
+                let removed = removed.min(new.len() - at);
+                new.splice(at..at + removed, inserted);
+            }
+            let (old, new) = (lines_of(&old), lines_of(&new));
+            proptest::prop_assert_eq!(
+                changed_ranges(&old, &new, ignore_ws),
+                changed_ranges_interning_every_line(&old, &new, ignore_ws)
+            );
         }
     }
 }
