@@ -122,6 +122,26 @@ struct Tokens<'a> {
     ignore_ws: bool,
 }
 
+/// The lengths of a table's keys, modulo 4,096: a line of no such length is in no table
+/// without being hashed (most lines of a head or tail are of lengths no changed line has).
+struct KeyLengths([u64; 64]);
+
+impl KeyLengths {
+    fn of(keys: &[Cow<'_, [u8]>]) -> KeyLengths {
+        let mut bits = [0u64; 64];
+        for key in keys {
+            let n = key.len() % 4096;
+            bits[n / 64] |= 1 << (n % 64);
+        }
+        KeyLengths(bits)
+    }
+
+    fn may_hold(&self, len: usize) -> bool {
+        let n = len % 4096;
+        self.0[n / 64] & (1 << (n % 64)) != 0
+    }
+}
+
 impl<'a> Tokens<'a> {
     fn new(old: &'a [&'a [u8]], new: &'a [&'a [u8]], ignore_ws: bool) -> Tokens<'a> {
         let head = old.iter().zip(new).take_while(|(a, b)| a == b).count();
@@ -148,10 +168,13 @@ impl<'a> Tokens<'a> {
         let old_tokens: Vec<Token> = old[old_middle.clone()].iter().map(|l| intern(l)).collect();
         let new_tokens: Vec<Token> = new[new_middle].iter().map(|l| intern(l)).collect();
         let own = keys.len() as u32;
+        let lengths = KeyLengths::of(&keys);
         let end_token = |i: usize| {
-            table
-                .get(comparison_key(old[i], ignore_ws).as_ref())
-                .copied()
+            let key = comparison_key(old[i], ignore_ws);
+            lengths
+                .may_hold(key.len())
+                .then(|| table.get(key.as_ref()).copied())
+                .flatten()
                 .unwrap_or(Token(own + i as u32))
         };
         let mut before = Vec::with_capacity(old.len());
