@@ -714,7 +714,7 @@ struct PathWalk<'r> {
     nodes: HashMap<ObjectId, Node>,
     entries: HashMap<ObjectId, PathEntry>,
     seq: u64,
-    buf: Vec<u8>,
+    buf: std::sync::Arc<Vec<u8>>,
     /// Where set, every commit taken from the queue with what was decided about it.
     record: Option<Vec<Walked>>,
 }
@@ -749,7 +749,7 @@ impl<'r> PathWalk<'r> {
             nodes: HashMap::new(),
             entries: HashMap::new(),
             seq: 0,
-            buf: Vec::new(),
+            buf: Default::default(),
             record: None,
         }
     }

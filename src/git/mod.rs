@@ -20,6 +20,8 @@ pub mod tree;
 pub use commit::CommitInfo;
 pub use error::GitError;
 pub use log::LogPage;
+pub use packs::Object;
+use std::sync::Arc;
 
 /// A repository handle for the queries: gix's, whose trees and blobs are read through the
 /// shared pack reader when the repository's store has a pack set.
@@ -44,31 +46,31 @@ impl<'a> Repo<'a> {
         Repo { gix, packs }
     }
 
-    /// Reads object `id` into `buf`: its kind, or `None` when the repository has no such object.
-    pub fn read_object(
-        &self,
-        id: &gix::hash::oid,
-        buf: &mut Vec<u8>,
-    ) -> Result<Option<gix::object::Kind>, GitError> {
+    /// Object `id`: its kind and bytes (shared with the pack reader's caches), or `None` when
+    /// the repository has no such object.
+    pub fn read_object(&self, id: &gix::hash::oid) -> Result<Option<Object>, GitError> {
         if let Some((packs, set)) = self.packs
-            && let Some(kind) = packs.read(set, id, buf)?
+            && let Some(found) = packs.read(set, id)?
         {
-            return Ok(Some(kind));
+            return Ok(Some(found));
         }
         use gix::objs::Find;
+        let mut data = Vec::new();
         let found = self
             .gix
             .objects
-            .try_find(id, buf)
+            .try_find(id, &mut data)
             .map_err(GitError::internal)?;
-        Ok(found.map(|data| data.kind))
+        Ok(found
+            .map(|found| found.kind)
+            .map(|kind| (kind, Arc::new(data))))
     }
 
     /// The bytes of blob `id`, which a tree names: its absence is a broken repository (an
     /// internal error), not a user's mistake.
-    pub fn read_named_blob(&self, id: &gix::hash::oid) -> Result<Vec<u8>, GitError> {
-        let mut data = Vec::new();
-        self.read_object(id, &mut data)?
+    pub fn read_named_blob(&self, id: &gix::hash::oid) -> Result<Arc<Vec<u8>>, GitError> {
+        let (_, data) = self
+            .read_object(id)?
             .ok_or_else(|| GitError::internal_msg(format!("missing blob {id}")))?;
         Ok(data)
     }

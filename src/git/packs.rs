@@ -56,10 +56,10 @@ pub struct Packs {
     limit: usize,
 }
 
-/// Resolved objects by key, the least recently used dropped first when over `limit` bytes:
+/// Objects by key, the least recently used dropped first when over `limit` bytes:
 /// the chain bases and waypoints of a shard, and a thread's recent chain results.
 struct Kept {
-    lru: lru::LruCache<Key, Resolved>,
+    lru: lru::LruCache<Key, Object>,
     bytes: usize,
     limit: usize,
 }
@@ -73,13 +73,13 @@ impl Kept {
         }
     }
 
-    fn get(&mut self, key: Key) -> Option<Resolved> {
+    fn get(&mut self, key: Key) -> Option<Object> {
         self.lru.get(&key).cloned()
     }
 
-    fn keep(&mut self, key: Key, resolved: Resolved) {
-        self.bytes += resolved.1.len();
-        if let Some((_, (_, old))) = self.lru.push(key, resolved) {
+    fn keep(&mut self, key: Key, object: Object) {
+        self.bytes += object.1.len();
+        if let Some((_, (_, old))) = self.lru.push(key, object) {
             self.bytes -= old.len();
         }
         while self.bytes > self.limit {
@@ -108,7 +108,7 @@ struct Loaded {
 }
 
 /// An object's kind and bytes.
-type Resolved = (Kind, Arc<Vec<u8>>);
+pub type Object = (Kind, Arc<Vec<u8>>);
 
 /// Per-thread buffers and the results of recent chains.
 struct Scratch {
@@ -223,18 +223,13 @@ impl Packs {
         Some(pack)
     }
 
-    /// Reads object `id` of `set` into `out`: its kind, or `None` when no pack of the set
-    /// can produce it alone.
-    pub fn read(
-        &self,
-        set: &PackSet,
-        id: &oid,
-        out: &mut Vec<u8>,
-    ) -> Result<Option<Kind>, GitError> {
+    /// Object `id` of `set`: its kind and bytes (shared with the caches, not copied out of
+    /// them), or `None` when no pack of the set can produce it alone.
+    pub fn read(&self, set: &PackSet, id: &oid) -> Result<Option<Object>, GitError> {
         let Some((pack, offset)) = self.locate(set, id) else {
             return Ok(None);
         };
-        SCRATCH.with_borrow_mut(|scratch| self.resolve(&pack, offset, scratch, out))
+        SCRATCH.with_borrow_mut(|scratch| self.resolve(&pack, offset, scratch))
     }
 
     /// Where `id` is in the set's packs (listed again first when due; an object missed in
@@ -259,8 +254,7 @@ impl Packs {
         pack: &Pack,
         offset: u64,
         scratch: &mut Scratch,
-        out: &mut Vec<u8>,
-    ) -> Result<Option<Kind>, GitError> {
+    ) -> Result<Option<Object>, GitError> {
         let data = &pack.bundle.pack;
         let mut entry = data.entry(offset).map_err(GitError::internal)?;
         let top = (pack.serial, entry.data_offset);
@@ -286,13 +280,12 @@ impl Packs {
                 }
                 header => {
                     let kind = header.as_kind().expect("not a delta");
-                    if scratch.chain.is_empty() {
-                        inflate_into(data, &entry, &mut scratch.inflate, out)?;
-                        return Ok(Some(kind));
-                    }
                     let mut bytes = Vec::new();
                     inflate_into(data, &entry, &mut scratch.inflate, &mut bytes)?;
                     let bytes = Arc::new(bytes);
+                    if scratch.chain.is_empty() {
+                        return Ok(Some((kind, bytes)));
+                    }
                     self.keep(key, kind, &bytes);
                     break (kind, bytes);
                 }
@@ -304,13 +297,11 @@ impl Packs {
             entry = data.entry(base).map_err(GitError::internal)?;
         };
         if scratch.chain.is_empty() {
-            out.clear();
-            out.extend_from_slice(&start);
-            return Ok(Some(kind));
+            return Ok(Some((kind, start)));
         }
-        // Apply from the deepest delta up, between `out` and the work buffer.
+        // Apply from the deepest delta up, between the result and the work buffer.
         let chain = std::mem::take(&mut scratch.chain);
-        let mut result = std::mem::take(out);
+        let mut result = Vec::new();
         let mut other = std::mem::take(&mut scratch.work);
         for (applied, delta) in chain.iter().rev().enumerate() {
             inflate_into(data, delta, &mut scratch.inflate, &mut scratch.delta)?;
@@ -325,9 +316,9 @@ impl Packs {
         }
         scratch.chain = chain;
         scratch.work = other;
+        let result = Arc::new(result);
         scratch.remember(top, kind, &result);
-        *out = result;
-        Ok(Some(kind))
+        Ok(Some((kind, result)))
     }
 
     /// Keeps a chain base or waypoint (not one over a quarter of its shard).
@@ -359,9 +350,9 @@ impl PackSet {
 }
 
 impl Scratch {
-    fn remember(&mut self, key: Key, kind: Kind, bytes: &[u8]) {
+    fn remember(&mut self, key: Key, kind: Kind, bytes: &Arc<Vec<u8>>) {
         if bytes.len() <= RECENT_BYTES / 16 {
-            self.recent.keep(key, (kind, Arc::new(bytes.to_vec())));
+            self.recent.keep(key, (kind, Arc::clone(bytes)));
         }
     }
 }

@@ -5,6 +5,7 @@ use super::error::GitError;
 use gix::ObjectId;
 use gix::bstr::{BStr, BString, ByteSlice};
 use gix::objs::tree::EntryMode;
+use std::sync::Arc;
 
 /// One entry of a tree.
 #[derive(Clone, Debug)]
@@ -35,7 +36,7 @@ pub fn entry_at(
     repo: &Repo,
     tree: ObjectId,
     path: &BStr,
-    buf: &mut Vec<u8>,
+    buf: &mut Arc<Vec<u8>>,
 ) -> Result<Option<(ObjectId, EntryMode)>, GitError> {
     let mut current = tree;
     let mut parts = components(path).peekable();
@@ -69,7 +70,7 @@ pub fn find(repo: &Repo, tree: ObjectId, path: &BStr) -> Result<Option<Found>, G
     if components(path).next().is_none() {
         return Ok(Some(Found::Tree(tree)));
     }
-    let mut buf = Vec::new();
+    let mut buf = Arc::default();
     Ok(entry_at(repo, tree, path, &mut buf)?.map(|(id, mode)| {
         if mode.is_tree() {
             Found::Tree(id)
@@ -83,7 +84,7 @@ pub fn find(repo: &Repo, tree: ObjectId, path: &BStr) -> Result<Option<Found>, G
 
 /// The entries of a tree in git's order.
 pub fn entries(repo: &Repo, tree: ObjectId) -> Result<Vec<Entry>, GitError> {
-    let mut buf = Vec::new();
+    let mut buf = Arc::default();
     let decoded = read_tree(repo, &tree, &mut buf)?;
     decoded
         .map(|e| {
@@ -116,7 +117,7 @@ pub fn single_child_chain(
     repo: &Repo,
     tree: ObjectId,
     max: usize,
-    buf: &mut Vec<u8>,
+    buf: &mut Arc<Vec<u8>>,
 ) -> Result<Vec<Entry>, GitError> {
     let mut chain = Vec::new();
     let mut current = tree;
@@ -134,7 +135,7 @@ pub fn single_child_chain(
 fn only_subdirectory(
     repo: &Repo,
     tree: ObjectId,
-    buf: &mut Vec<u8>,
+    buf: &mut Arc<Vec<u8>>,
 ) -> Result<Option<Entry>, GitError> {
     let mut iter = read_tree(repo, &tree, buf)?;
     let first = match iter.next() {
@@ -155,10 +156,11 @@ fn only_subdirectory(
 fn read_tree<'b>(
     repo: &Repo,
     id: &gix::hash::oid,
-    buf: &'b mut Vec<u8>,
+    buf: &'b mut Arc<Vec<u8>>,
 ) -> Result<gix::objs::TreeRefIter<'b>, GitError> {
-    match repo.read_object(id, buf) {
-        Ok(Some(gix::object::Kind::Tree)) => {
+    match repo.read_object(id) {
+        Ok(Some((gix::object::Kind::Tree, data))) => {
+            *buf = data;
             Ok(gix::objs::TreeRefIter::from_bytes(buf, repo.object_hash()))
         }
         _ => Err(GitError::NotFound(format!("Bad tree: {id}"))),
@@ -174,12 +176,12 @@ pub struct Blob {
 
 /// Reads a whole blob.
 pub fn read_blob(repo: &Repo, id: ObjectId) -> Result<Blob, GitError> {
-    let mut data = Vec::new();
-    match repo.read_object(&id, &mut data) {
-        Ok(Some(gix::object::Kind::Blob)) => {}
+    let data = match repo.read_object(&id) {
+        Ok(Some((gix::object::Kind::Blob, data))) => data,
         Ok(Some(_)) => return Err(GitError::NotFound(format!("Not a blob: {id}"))),
         _ => return Err(GitError::NotFound(format!("Bad object name: {id}"))),
-    }
+    };
+    let data = Arc::unwrap_or_clone(data);
     let size = data.len() as u64;
     Ok(Blob { data, size })
 }

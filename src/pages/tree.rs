@@ -175,7 +175,7 @@ fn listing<'e>(
     // each entry's path: the directory's, then the name (one buffer for all rows)
     let mut full = join(dir, b"");
     let dir_len = full.len();
-    let mut tree_buf = Vec::new();
+    let mut tree_buf = Default::default();
     let shown = &entries[..entries.len().min(MAX_ROWS)];
     let sized: Vec<ObjectId> = shown
         .iter()
@@ -236,7 +236,7 @@ fn listing<'e>(
 fn single_child_chain(
     ctx: &RepoCtx<'_>,
     tree: ObjectId,
-    buf: &mut Vec<u8>,
+    buf: &mut std::sync::Arc<Vec<u8>>,
 ) -> Result<Vec<Entry>, GitError> {
     let memo = &ctx.site.single_child_trees;
     if memo.get(tree) == Some(false) {

@@ -5,6 +5,7 @@ use super::delta;
 use crate::git::Repo;
 use crate::git::error::GitError;
 use gix::ObjectId;
+use std::sync::Arc;
 
 /// Characters of git's base85 alphabet.
 const BASE85: &[u8; 85] =
@@ -48,9 +49,9 @@ impl<'r> BinaryPatches<'r> {
         Ok(())
     }
 
-    fn blob(&self, id: Option<ObjectId>) -> Result<Vec<u8>, GitError> {
+    fn blob(&self, id: Option<ObjectId>) -> Result<Arc<Vec<u8>>, GitError> {
         match id {
-            None => Ok(Vec::new()),
+            None => Ok(Arc::default()),
             Some(id) => self.repo.read_named_blob(&id),
         }
     }

@@ -6,11 +6,12 @@ use crate::git::error::GitError;
 use gix::ObjectId;
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
 pub struct Blobs<'r> {
     repo: &'r Repo<'r>,
-    /// Kept as read (an `Rc<[u8]>` would copy each blob once more).
-    data: HashMap<ObjectId, Rc<Vec<u8>>>,
+    /// Kept as read (shared with the pack reader's caches).
+    data: HashMap<ObjectId, Arc<Vec<u8>>>,
     sizes: HashMap<ObjectId, u64>,
     spans: HashMap<ObjectId, Rc<Vec<(u32, u64)>>>,
 }
@@ -25,13 +26,13 @@ impl<'r> Blobs<'r> {
         }
     }
 
-    pub fn get(&mut self, id: ObjectId) -> Result<Rc<Vec<u8>>, GitError> {
+    pub fn get(&mut self, id: ObjectId) -> Result<Arc<Vec<u8>>, GitError> {
         if let Some(d) = self.data.get(&id) {
-            return Ok(Rc::clone(d));
+            return Ok(Arc::clone(d));
         }
-        let data = Rc::new(self.repo.read_named_blob(&id)?);
+        let data = self.repo.read_named_blob(&id)?;
         self.sizes.insert(id, data.len() as u64);
-        self.data.insert(id, Rc::clone(&data));
+        self.data.insert(id, Arc::clone(&data));
         Ok(data)
     }
 

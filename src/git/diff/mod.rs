@@ -350,10 +350,10 @@ impl Differ<'_, '_> {
         Ok(file)
     }
 
-    fn side(&mut self, e: Option<&Entry>) -> Result<std::rc::Rc<Vec<u8>>, GitError> {
+    fn side(&mut self, e: Option<&Entry>) -> Result<std::sync::Arc<Vec<u8>>, GitError> {
         match e {
-            None => Ok(std::rc::Rc::new(Vec::new())),
-            Some(e) if e.is_gitlink() => Ok(std::rc::Rc::new(gitlink_text(&e.id))),
+            None => Ok(std::sync::Arc::new(Vec::new())),
+            Some(e) if e.is_gitlink() => Ok(std::sync::Arc::new(gitlink_text(&e.id))),
             Some(e) => self.blobs.get(e.id),
         }
     }

@@ -5,6 +5,7 @@ use crate::git::error::GitError;
 use gix::ObjectId;
 use gix::bstr::BString;
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 const TREE_MODE: u32 = 0o040000;
 const LINK_MODE: u32 = 0o120000;
@@ -55,13 +56,12 @@ impl TreeEntry<'_> {
 }
 
 /// The bytes of tree `id` (none for the empty tree).
-fn read_tree(repo: &Repo, id: Option<ObjectId>) -> Result<Vec<u8>, GitError> {
-    let mut data = Vec::new();
+fn read_tree(repo: &Repo, id: Option<ObjectId>) -> Result<Arc<Vec<u8>>, GitError> {
     let Some(id) = id else {
-        return Ok(data);
+        return Ok(Arc::default());
     };
-    match repo.read_object(&id, &mut data)? {
-        Some(gix::object::Kind::Tree) => Ok(data),
+    match repo.read_object(&id)? {
+        Some((gix::object::Kind::Tree, data)) => Ok(data),
         _ => Err(GitError::internal_msg(format!("missing tree {id}"))),
     }
 }
