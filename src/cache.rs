@@ -3,6 +3,7 @@
 //! commit in many forks is rendered once; and the admission rule it shares with the response
 //! cache: keep what was costly to make, or asked for before.
 
+use crate::byte_lru::ByteLru;
 use crate::git::log::{WalkIds, WalkMemo};
 use lru::LruCache;
 use prometheus_client::metrics::counter::Counter;
@@ -62,15 +63,10 @@ pub struct CacheStats {
     pub evictions: Counter,
 }
 
-struct Entries {
-    lru: LruCache<String, Arc<str>>,
-    bytes: usize,
-}
-
 /// The fragment cache. Cloning shares it.
 pub struct FragmentCache {
     budget: usize,
-    entries: Mutex<Entries>,
+    entries: Mutex<ByteLru<String, Arc<str>>>,
     admission: Admission,
     pub stats: CacheStats,
 }
@@ -80,10 +76,7 @@ impl FragmentCache {
     pub fn new(budget: usize) -> FragmentCache {
         FragmentCache {
             budget,
-            entries: Mutex::new(Entries {
-                lru: LruCache::unbounded(),
-                bytes: 0,
-            }),
+            entries: Mutex::new(ByteLru::new(budget, |k, v| k.len() + v.len())),
             admission: Admission::default(),
             stats: CacheStats::default(),
         }
@@ -96,7 +89,7 @@ impl FragmentCache {
         key: &str,
         render: impl FnOnce() -> Result<String, E>,
     ) -> Result<Arc<str>, E> {
-        if let Some(hit) = self.lock().lru.get(key).cloned() {
+        if let Some(hit) = self.lock().get(key).cloned() {
             self.stats.hits.inc();
             return Ok(hit);
         }
@@ -117,34 +110,24 @@ impl FragmentCache {
         if size > self.budget {
             return;
         }
-        let mut entries = self.lock();
-        if let Some(old) = entries.lru.put(key.to_string(), value) {
-            entries.bytes -= key.len() + old.len();
-        }
-        entries.bytes += size;
-        while entries.bytes > self.budget {
-            let Some((k, v)) = entries.lru.pop_lru() else {
-                break;
-            };
-            entries.bytes -= k.len() + v.len();
-            self.stats.evictions.inc();
-        }
+        let evicted = self.lock().put(key.to_string(), value);
+        self.stats.evictions.inc_by(evicted as u64);
     }
 
     /// Bytes held now (keys and values).
     pub fn bytes(&self) -> usize {
-        self.lock().bytes
+        self.lock().bytes()
     }
 
     pub fn len(&self) -> usize {
-        self.lock().lru.len()
+        self.lock().len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ByteLru<String, Arc<str>>> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

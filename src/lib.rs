@@ -1,7 +1,8 @@
 //! cgitd: a resident, cgit-compatible git web frontend.
 //!
 //! Dependencies point one way: `http → pages → repos → git`, with `config`, `request` and
-//! `filter` beside them; `git` is plumbing over gix and imports nothing of ours.
+//! `filter` beside them; `git` is plumbing over gix and imports nothing of ours but the leaf
+//! [`byte_lru`] (the eviction rule every cache shares).
 //!
 //! # Request flow
 //!
@@ -31,6 +32,7 @@
 //!    blocking thread.
 
 pub mod auth;
+pub mod byte_lru;
 pub mod cache;
 pub mod config;
 pub mod filter;

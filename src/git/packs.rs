@@ -13,6 +13,7 @@
 //! through gix.
 
 use super::error::GitError;
+use crate::byte_lru::ByteLru;
 use gix::hash::oid;
 use gix::object::Kind;
 use gix::odb::pack;
@@ -56,39 +57,12 @@ pub struct Packs {
     limit: usize,
 }
 
-/// Objects by key, the least recently used dropped first when over `limit` bytes:
-/// the chain bases and waypoints of a shard, and a thread's recent chain results.
-struct Kept {
-    lru: lru::LruCache<Key, Object>,
-    bytes: usize,
-    limit: usize,
-}
+/// Objects by key, the least recently used dropped first when over their bytes: the chain
+/// bases and waypoints of a shard, and a thread's recent chain results.
+type Kept = ByteLru<Key, Object>;
 
-impl Kept {
-    fn new(limit: usize) -> Kept {
-        Kept {
-            lru: lru::LruCache::unbounded(),
-            bytes: 0,
-            limit,
-        }
-    }
-
-    fn get(&mut self, key: Key) -> Option<Object> {
-        self.lru.get(&key).cloned()
-    }
-
-    fn keep(&mut self, key: Key, object: Object) {
-        self.bytes += object.1.len();
-        if let Some((_, (_, old))) = self.lru.push(key, object) {
-            self.bytes -= old.len();
-        }
-        while self.bytes > self.limit {
-            match self.lru.pop_lru() {
-                Some((_, (_, dropped))) => self.bytes -= dropped.len(),
-                None => break,
-            }
-        }
-    }
+fn kept(limit: usize) -> Kept {
+    ByteLru::new(limit, |_, (_, bytes)| bytes.len())
 }
 
 /// The packs of one object directory and its alternates: listed on first use, and again when
@@ -126,7 +100,7 @@ impl Default for Scratch {
             delta: Vec::new(),
             work: Vec::new(),
             chain: Vec::new(),
-            recent: Kept::new(RECENT_BYTES),
+            recent: kept(RECENT_BYTES),
         }
     }
 }
@@ -142,7 +116,7 @@ impl Packs {
             opened: Mutex::default(),
             next_serial: AtomicU32::new(0),
             bases: (0..SHARDS)
-                .map(|_| Mutex::new(Kept::new(limit / SHARDS)))
+                .map(|_| Mutex::new(kept(limit / SHARDS)))
                 .collect(),
             limit,
         }
@@ -263,8 +237,9 @@ impl Packs {
             let key = (pack.serial, entry.data_offset);
             if let Some(found) = scratch
                 .recent
-                .get(key)
-                .or_else(|| self.lock_bases(key).get(key))
+                .get(&key)
+                .cloned()
+                .or_else(|| self.lock_bases(key).get(&key).cloned())
             {
                 break found;
             }
@@ -324,7 +299,7 @@ impl Packs {
     /// Keeps a chain base or waypoint (not one over a quarter of its shard).
     fn keep(&self, key: Key, kind: Kind, bytes: &Arc<Vec<u8>>) {
         if bytes.len() <= self.limit / SHARDS / 4 {
-            self.lock_bases(key).keep(key, (kind, Arc::clone(bytes)));
+            self.lock_bases(key).put(key, (kind, Arc::clone(bytes)));
         }
     }
 
@@ -352,7 +327,7 @@ impl PackSet {
 impl Scratch {
     fn remember(&mut self, key: Key, kind: Kind, bytes: &Arc<Vec<u8>>) {
         if bytes.len() <= RECENT_BYTES / 16 {
-            self.recent.keep(key, (kind, Arc::clone(bytes)));
+            self.recent.put(key, (kind, Arc::clone(bytes)));
         }
     }
 }

@@ -211,9 +211,14 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         req.surrogate_esi = false;
     }
     let page_kind = req.page;
-    let page_label = page_kind.row().metric_label;
-    let class = pages::cost_class(&site, &req);
-    let target = req.target.clone();
+    let answer = Answer {
+        page_label: page_kind.row().metric_label,
+        class: pages::cost_class(&site, &req),
+        target: req.target.clone(),
+        client,
+        if_none_match: req.if_none_match.clone(),
+        started,
+    };
     let coding = Coding::negotiate(header_text(header::ACCEPT_ENCODING));
     // A byte range is cut from the whole response, which the response cache does not hold.
     let range = header_text(header::RANGE);
@@ -225,17 +230,10 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     } else {
         None
     };
-    let if_none_match = req.if_none_match.clone();
     if let Some(key) = &cache_key {
         if let Some(entry) = app.cached(key).await {
             app.responses.stats.hits.inc();
-            let response = entry_response(&entry, if_none_match.as_deref());
-            let status = response.status().as_u16();
-            app.metrics
-                .observe(page_label, status, started.elapsed().as_secs_f64());
-            let bytes = entry.body.len() as u64;
-            app.access_log(&site, client, class, &target, status, bytes, None);
-            return response;
+            return answer.respond_with(&app, &site, &entry, None);
         }
         app.responses.stats.misses.inc();
         // Rendered whole, so that the cache gets the page; the validator is compared here.
@@ -252,16 +250,15 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         req.clone()
     });
     let validator_stripped =
-        (cache_key.is_some() || keep_later.is_some()) && if_none_match.is_some();
+        (cache_key.is_some() || keep_later.is_some()) && answer.if_none_match.is_some();
     let client_key = client::client_key(client);
-    let rendered = render_scheduled(&app, &site, req, class, client_key, auth).await;
+    let rendered = render_scheduled(&app, &site, req, answer.class, client_key, auth).await;
+    // A shed job never ran: it took no time and cost nothing.
     let (mut page, waited, ran, cpu) = match rendered {
-        Ok(done) => (
-            Arc::unwrap_or_clone(done.value),
-            done.waited,
-            done.ran,
-            done.cpu,
-        ),
+        Ok(done) => {
+            let (waited, ran, cpu) = (done.waited, done.ran, done.cpu);
+            (Arc::unwrap_or_clone(done.value), waited, ran, cpu)
+        }
         Err(shed) => (
             shed_page(&site, shed),
             Duration::ZERO,
@@ -283,45 +280,21 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         && let Some(entry) = Entry::from_page(&page, is_index)
     {
         let entry = app.keep(key, entry).await;
-        let response = entry_response(&entry, if_none_match.as_deref());
-        let status = response.status().as_u16();
-        app.metrics
-            .observe(page_label, status, started.elapsed().as_secs_f64());
-        let bytes = entry.body.len() as u64;
-        app.access_log(
-            &site,
-            client,
-            class,
-            &target,
-            status,
-            bytes,
-            Some((waited, ran)),
-        );
-        return response;
+        return answer.respond_with(&app, &site, &entry, Some((waited, ran)));
     }
     let mut page = if validator_stripped {
-        not_modified_if(page, if_none_match.as_deref().unwrap_or_default())
+        not_modified_if(page, answer.if_none_match.as_deref().unwrap_or_default())
     } else {
         page
     };
     if ranged {
         page = range::apply(page, range, header_text(header::IF_RANGE));
     }
-    app.metrics
-        .observe(page_label, page.status, started.elapsed().as_secs_f64());
     let bytes = match &page.body {
         pages::Body::Full(bytes) => bytes.len() as u64,
         pages::Body::File { len, .. } => *len,
     };
-    app.access_log(
-        &site,
-        client,
-        class,
-        &target,
-        page.status,
-        bytes,
-        Some((waited, ran)),
-    );
+    answer.record(&app, &site, page.status, bytes, Some((waited, ran)));
     if !matches!(page.body, pages::Body::File { .. }) {
         return to_http(compress_once(page, coding).await, ());
     }
@@ -331,6 +304,49 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
             pages::render_error(&site, 503, "Too many downloads; retry shortly"),
             (),
         ),
+    }
+}
+
+/// What a request's answer is measured and logged with.
+struct Answer {
+    page_label: &'static str,
+    class: CostClass,
+    target: String,
+    client: std::net::IpAddr,
+    /// The client's validator (the render itself may be asked without it).
+    if_none_match: Option<String>,
+    started: Instant,
+}
+
+impl Answer {
+    /// Counts the answer in the metrics and the access log; `rendered` is the queue wait and
+    /// render time, `None` for an answer from the cache.
+    fn record(
+        &self,
+        app: &App,
+        site: &Site,
+        status: u16,
+        bytes: u64,
+        rendered: Option<(Duration, Duration)>,
+    ) {
+        let elapsed = self.started.elapsed().as_secs_f64();
+        app.metrics.observe(self.page_label, status, elapsed);
+        let (client, class, target) = (self.client, self.class, &self.target);
+        app.access_log(site, client, class, target, status, bytes, rendered);
+    }
+
+    /// The answer from a cached response (or a 304 for it), recorded.
+    fn respond_with(
+        &self,
+        app: &App,
+        site: &Site,
+        entry: &Entry,
+        rendered: Option<(Duration, Duration)>,
+    ) -> Response {
+        let response = entry_response(entry, self.if_none_match.as_deref());
+        let bytes = entry.body.len() as u64;
+        self.record(app, site, response.status().as_u16(), bytes, rendered);
+        response
     }
 }
 

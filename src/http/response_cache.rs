@@ -21,12 +21,12 @@
 //! Bounded in bytes (bodies, headers and keys); one entry is at most a sixteenth of the budget.
 
 use super::compress::Coding;
+use crate::byte_lru::ByteLru;
 use crate::cache::Admission;
 use crate::pages::parts::validators;
 use crate::pages::{self, Page, PageRequest, Site};
 use axum::http::{HeaderMap, HeaderValue, header};
 use bytes::Bytes;
-use lru::LruCache;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use std::sync::{Arc, Mutex};
@@ -248,15 +248,10 @@ pub struct Stats {
     pub bytes: Gauge,
 }
 
-struct Inner {
-    lru: LruCache<Key, Arc<Entry>>,
-    bytes: usize,
-}
-
 /// The response cache (shared by all requests; cleared on reload).
 pub struct ResponseCache {
     budget: usize,
-    inner: Mutex<Inner>,
+    inner: Mutex<ByteLru<Key, Arc<Entry>>>,
     admission: Admission,
     pub stats: Stats,
 }
@@ -266,10 +261,7 @@ impl ResponseCache {
     pub fn new(budget: usize) -> ResponseCache {
         ResponseCache {
             budget,
-            inner: Mutex::new(Inner {
-                lru: LruCache::unbounded(),
-                bytes: 0,
-            }),
+            inner: Mutex::new(ByteLru::new(budget, |k, e| k.bytes() + e.bytes())),
             admission: Admission::default(),
             stats: Stats::default(),
         }
@@ -289,14 +281,12 @@ impl ResponseCache {
     /// The fresh entry under `key`, made most recently used.
     pub fn get(&self, key: &Key) -> Option<Arc<Entry>> {
         let mut inner = self.lock();
-        let entry = inner.lru.get(key)?;
+        let entry = inner.get(key)?;
         if entry.fresh() {
             return Some(Arc::clone(entry));
         }
-        if let Some((k, e)) = inner.lru.pop_entry(key) {
-            inner.bytes -= k.bytes() + e.bytes();
-        }
-        self.stats.bytes.set(inner.bytes as i64);
+        inner.remove(key);
+        self.stats.bytes.set(inner.bytes() as i64);
         None
     }
 
@@ -308,37 +298,26 @@ impl ResponseCache {
             return;
         }
         let mut inner = self.lock();
-        if let Some((k, old)) = inner.lru.push(key, entry) {
-            inner.bytes -= k.bytes() + old.bytes();
-        }
-        inner.bytes += size;
-        while inner.bytes > self.budget {
-            let Some((k, e)) = inner.lru.pop_lru() else {
-                break;
-            };
-            inner.bytes -= k.bytes() + e.bytes();
-            self.stats.evictions.inc();
-        }
-        self.stats.bytes.set(inner.bytes as i64);
+        let evicted = inner.put(key, entry);
+        self.stats.evictions.inc_by(evicted as u64);
+        self.stats.bytes.set(inner.bytes() as i64);
     }
 
     /// Drops everything (a reload makes every key unreachable anyway).
     pub fn clear(&self) {
-        let mut inner = self.lock();
-        inner.lru.clear();
-        inner.bytes = 0;
+        self.lock().clear();
         self.stats.bytes.set(0);
     }
 
     pub fn len(&self) -> usize {
-        self.lock().lru.len()
+        self.lock().len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ByteLru<Key, Arc<Entry>>> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -392,7 +371,7 @@ mod tests {
         for n in 0..100 {
             let e = Entry::from_page(&page(&body, "public, max-age=300"), false).unwrap();
             cache.put(key(n), Arc::new(e));
-            assert!(cache.lock().bytes <= 200_000);
+            assert!(cache.lock().bytes() <= 200_000);
         }
         assert!(cache.stats.evictions.get() > 70);
         assert!(cache.get(&key(99)).is_some());
