@@ -3,8 +3,9 @@
 
 use gix::bstr::BString;
 use gix::diff::blob::{Algorithm, Diff, IndentHeuristic, IndentLevel, Token};
+use hashbrown::hash_table::{self, HashTable};
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::hash::BuildHasher;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LineKind {
@@ -122,6 +123,54 @@ struct Tokens<'a> {
     ignore_ws: bool,
 }
 
+/// Comparison keys by token, and a hash table of the tokens (four bytes a slot, so that a
+/// table of a whole rewritten file stays in the cache; the key is looked at only when the
+/// hashes agree).
+struct Table<'a> {
+    keys: Vec<Cow<'a, [u8]>>,
+    slots: HashTable<Token>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl<'a> Table<'a> {
+    fn with_capacity(capacity: usize) -> Table<'a> {
+        Table {
+            keys: Vec::with_capacity(capacity),
+            slots: HashTable::with_capacity(capacity),
+            hasher: Default::default(),
+        }
+    }
+
+    /// The token of `key`, a new one if it is new.
+    fn intern(&mut self, key: Cow<'a, [u8]>) -> Token {
+        let hash = self.hasher.hash_one(key.as_ref());
+        let (keys, hasher) = (&self.keys, &self.hasher);
+        let entry = self.slots.entry(
+            hash,
+            |token| keys[token.0 as usize] == key,
+            |token| hasher.hash_one(keys[token.0 as usize].as_ref()),
+        );
+        match entry {
+            hash_table::Entry::Occupied(slot) => *slot.get(),
+            hash_table::Entry::Vacant(slot) => {
+                let token = Token(self.keys.len() as u32);
+                slot.insert(token);
+                self.keys.push(key);
+                token
+            }
+        }
+    }
+
+    /// The token of `key` if it has one.
+    fn get(&self, key: &[u8]) -> Option<Token> {
+        let hash = self.hasher.hash_one(key);
+        let keys = &self.keys;
+        self.slots
+            .find(hash, |token| keys[token.0 as usize].as_ref() == key)
+            .copied()
+    }
+}
+
 /// The lengths of a table's keys, modulo 4,096: a line of no such length is in no table
 /// without being hashed (most lines of a head or tail are of lengths no changed line has).
 struct KeyLengths([u64; 64]);
@@ -152,28 +201,17 @@ impl<'a> Tokens<'a> {
             .take_while(|(a, b)| a == b)
             .count();
         let (old_middle, new_middle) = (head..old.len() - tail, head..new.len() - tail);
-        let mut table: HashMap<Cow<'a, [u8]>, Token, foldhash::fast::RandomState> =
-            HashMap::with_capacity_and_hasher(
-                old_middle.len() + new_middle.len(),
-                Default::default(),
-            );
-        let mut keys = Vec::new();
-        let mut intern = |line: &'a [u8]| {
-            let key = comparison_key(line, ignore_ws);
-            *table.entry(key).or_insert_with_key(|key| {
-                keys.push(key.clone());
-                Token(keys.len() as u32 - 1)
-            })
-        };
+        let mut table = Table::with_capacity(old_middle.len() + new_middle.len());
+        let mut intern = |line: &'a [u8]| table.intern(comparison_key(line, ignore_ws));
         let old_tokens: Vec<Token> = old[old_middle.clone()].iter().map(|l| intern(l)).collect();
         let new_tokens: Vec<Token> = new[new_middle].iter().map(|l| intern(l)).collect();
-        let own = keys.len() as u32;
-        let lengths = KeyLengths::of(&keys);
+        let own = table.keys.len() as u32;
+        let lengths = KeyLengths::of(&table.keys);
         let end_token = |i: usize| {
             let key = comparison_key(old[i], ignore_ws);
             lengths
                 .may_hold(key.len())
-                .then(|| table.get(key.as_ref()).copied())
+                .then(|| table.get(&key))
                 .flatten()
                 .unwrap_or(Token(own + i as u32))
         };
@@ -188,7 +226,7 @@ impl<'a> Tokens<'a> {
         Tokens {
             before,
             after,
-            keys,
+            keys: table.keys,
             old,
             ignore_ws,
         }
