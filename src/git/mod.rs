@@ -61,9 +61,9 @@ impl<'a> Repo<'a> {
             .objects
             .try_find(id, &mut data)
             .map_err(GitError::internal)?;
-        Ok(found
-            .map(|found| found.kind)
-            .map(|kind| (kind, Arc::new(data))))
+        // The kind first: what was found borrows the bytes.
+        let kind = found.map(|found| found.kind);
+        Ok(kind.map(|kind| (kind, Arc::new(data))))
     }
 
     /// The bytes of blob `id`, which a tree names: its absence is a broken repository (an

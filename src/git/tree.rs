@@ -30,7 +30,8 @@ pub fn components(path: &BStr) -> impl DoubleEndedIterator<Item = &BStr> {
         .map(|c| c.as_bstr())
 }
 
-/// The tree entry at `path` below `tree` (no entry for the root itself), reusing `buf`.
+/// The tree entry at `path` below `tree` (no entry for the root itself), each tree read held in
+/// `buf` while its entries are searched.
 /// This is the hot function of path-limited history walks.
 pub fn entry_at(
     repo: &Repo,
@@ -152,7 +153,7 @@ fn only_subdirectory(
     }))
 }
 
-/// Reads tree `id` into `buf`, for iterating its entries.
+/// Reads tree `id` and holds its (shared) bytes in `buf`, for iterating its entries.
 fn read_tree<'b>(
     repo: &Repo,
     id: &gix::hash::oid,

@@ -255,10 +255,12 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     let rendered = render_scheduled(&app, &site, req, answer.class, client_key, auth).await;
     // A shed job never ran: it took no time and cost nothing.
     let (mut page, waited, ran, cpu) = match rendered {
-        Ok(done) => {
-            let (waited, ran, cpu) = (done.waited, done.ran, done.cpu);
-            (Arc::unwrap_or_clone(done.value), waited, ran, cpu)
-        }
+        Ok(Done {
+            value,
+            waited,
+            ran,
+            cpu,
+        }) => (Arc::unwrap_or_clone(value), waited, ran, cpu),
         Err(shed) => (
             shed_page(&site, shed),
             Duration::ZERO,

@@ -130,6 +130,7 @@ struct Table<'a> {
     keys: Vec<Cow<'a, [u8]>>,
     slots: HashTable<Token>,
     hasher: foldhash::fast::RandomState,
+    lengths: KeyLengths,
 }
 
 impl<'a> Table<'a> {
@@ -138,6 +139,7 @@ impl<'a> Table<'a> {
             keys: Vec::with_capacity(capacity),
             slots: HashTable::with_capacity(capacity),
             hasher: Default::default(),
+            lengths: KeyLengths([0; 64]),
         }
     }
 
@@ -155,14 +157,18 @@ impl<'a> Table<'a> {
             hash_table::Entry::Vacant(slot) => {
                 let token = Token(self.keys.len() as u32);
                 slot.insert(token);
+                self.lengths.add(key.len());
                 self.keys.push(key);
                 token
             }
         }
     }
 
-    /// The token of `key` if it has one.
+    /// The token of `key` if it has one (not hashed when no key has its length).
     fn get(&self, key: &[u8]) -> Option<Token> {
+        if !self.lengths.may_hold(key.len()) {
+            return None;
+        }
         let hash = self.hasher.hash_one(key);
         let keys = &self.keys;
         self.slots
@@ -176,13 +182,9 @@ impl<'a> Table<'a> {
 struct KeyLengths([u64; 64]);
 
 impl KeyLengths {
-    fn of(keys: &[Cow<'_, [u8]>]) -> KeyLengths {
-        let mut bits = [0u64; 64];
-        for key in keys {
-            let n = key.len() % 4096;
-            bits[n / 64] |= 1 << (n % 64);
-        }
-        KeyLengths(bits)
+    fn add(&mut self, len: usize) {
+        let n = len % 4096;
+        self.0[n / 64] |= 1 << (n % 64);
     }
 
     fn may_hold(&self, len: usize) -> bool {
@@ -206,13 +208,9 @@ impl<'a> Tokens<'a> {
         let old_tokens: Vec<Token> = old[old_middle.clone()].iter().map(|l| intern(l)).collect();
         let new_tokens: Vec<Token> = new[new_middle].iter().map(|l| intern(l)).collect();
         let own = table.keys.len() as u32;
-        let lengths = KeyLengths::of(&table.keys);
         let end_token = |i: usize| {
-            let key = comparison_key(old[i], ignore_ws);
-            lengths
-                .may_hold(key.len())
-                .then(|| table.get(&key))
-                .flatten()
+            table
+                .get(&comparison_key(old[i], ignore_ws))
                 .unwrap_or(Token(own + i as u32))
         };
         let mut before = Vec::with_capacity(old.len());
