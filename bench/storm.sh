@@ -16,7 +16,7 @@
 # env:   DUR=20 (seconds of flood per system), CONNS=64, URLS=20000 (distinct flood URLs),
 #        ONLY=cgit|cgitd (run one system), CGITD=path (a cgitd binary to use instead of
 #        building target/release/cgitd), CGIT_PORT=8281, CGITD_PORT=8282,
-#        STATE=/tmp/cgitd-storm
+#        STATE=/tmp/cgitd-storm, EXTRA_RC (cgitrc lines for cgitd only, e.g. 'git-workers=2')
 # Only 127.0.0.1 is ever contacted; every load run is bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +31,7 @@ prepare_tools
 
 # Both systems: blame and stats on, tar.gz snapshots.
 printf 'enable-blame=1\nmax-stats=year\n' > "$STATE/extra.rc"
-{ echo "virtual-root=/"; echo "snapshots=tar.gz"; cat "$STATE/extra.rc"; echo "repo.url=git"; echo "repo.path=$REPO"; } > "$STATE/cgitrc"
+{ echo "${EXTRA_RC:-}"; echo "virtual-root=/"; echo "snapshots=tar.gz"; cat "$STATE/extra.rc"; echo "repo.url=git"; echo "repo.path=$REPO"; } > "$STATE/cgitrc"
 start_systems "$REPO" "$STATE/extra.rc" "$STATE/cgitrc"
 
 g() { git --git-dir="$REPO" "$@"; }

@@ -1,7 +1,8 @@
 //! The pack reader: every object of a repository whose packs hold long delta chains (offset
 //! and reference deltas, text and binary files, a fork reading its alternate's pack) reads back
 //! as `git cat-file` prints it, with a cache of chain bases small enough to be emptied over and
-//! over; loose objects are left to gix; a pack written later is found.
+//! over; loose objects are left to gix; a pack written later is found. Commits kept decoded
+//! for every repository are shown only through a repository that has them.
 
 mod common;
 
@@ -214,4 +215,49 @@ fn an_unknown_object_is_none() {
     let set = packs.set(&dir.join(".git/objects"), gix::hash::Kind::Sha1);
     let missing = ObjectId::from_hex(b"0123456789012345678901234567890123456789").unwrap();
     assert_eq!(packs.read(&set, &missing).unwrap(), None);
+}
+
+#[test]
+fn a_commit_kept_from_one_repository_is_not_shown_through_another() {
+    let tmp = TempDir::new("packs-commits");
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    history(&a, 3);
+    history(&b, 2);
+    let only_a = commit_all(&a, "only in a", "2024-04-01T00:00:00+00:00");
+    for dir in [&a, &b] {
+        git(dir, &["repack", "-adf", "-q"]);
+    }
+    let rc = tmp.path().join("cgitrc");
+    let text = format!(
+        "virtual-root=/\nrepo.url=a\nrepo.path={}\nrepo.url=b\nrepo.path={}\n",
+        a.join(".git").display(),
+        b.join(".git").display()
+    );
+    std::fs::write(&rc, text).unwrap();
+    // The library: b asked for the commit a's read kept.
+    let packs = Packs::new(1 << 20);
+    let commits = cgitd::git::commit::Commits::default();
+    let id = ObjectId::from_hex(only_a.as_bytes()).unwrap();
+    let read = |dir: &Path| {
+        let repo = gix::open(dir).unwrap();
+        let set = packs.set(&dir.join(".git/objects"), gix::hash::Kind::Sha1);
+        let repo = cgitd::git::Repo::new(&repo, Some((&packs, &set, &commits)));
+        cgitd::git::commit::read_commit(&repo, id).map(|c| c.subject)
+    };
+    assert_eq!(read(&a).unwrap(), "only in a");
+    assert!(read(&b).is_err(), "a's commit read through b");
+    assert_eq!(read(&a).unwrap(), "only in a");
+    // The pages.
+    let server = Server::start(&rc);
+    for _ in 0..2 {
+        let page = server.get(&format!("/a/commit/?id={only_a}"));
+        assert!(page.text_with(200, "a's commit").contains("only in a"));
+        let log = server.get(&format!("/a/log/?id={only_a}"));
+        assert!(log.text_with(200, "a's log").contains("only in a"));
+        let other = server.get(&format!("/b/commit/?id={only_a}"));
+        assert_eq!(other.status, 404, "a's commit through b");
+        assert!(!other.text().contains("only in a"));
+        let other_log = server.get(&format!("/b/log/?id={only_a}"));
+        assert_eq!(other_log.status, 404, "a's commit as b's log tip");
+    }
 }

@@ -1,9 +1,13 @@
-//! Commits as plain data: the decoded commit, its people and its subject line.
+//! Commits as plain data: the decoded commit, its people and its subject line; decoded commits
+//! kept for every repository.
 
+use super::Repo;
 use super::encoding::decode;
 use super::error::GitError;
+use crate::byte_lru::{ByteLru, Weigh};
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
+use std::sync::{Arc, Mutex};
 
 /// A name, email and date from a commit or tag header.
 #[derive(Clone, Debug)]
@@ -38,6 +42,15 @@ pub struct CommitInfo {
 }
 
 impl CommitInfo {
+    /// The bytes this commit holds, roughly.
+    fn weight(&self) -> usize {
+        let people = [&self.author, &self.committer]
+            .iter()
+            .map(|p| p.name.len() + p.email.len())
+            .sum::<usize>();
+        ENTRY_BYTES + self.parents.len() * 20 + people + self.subject.len() + self.message.len()
+    }
+
     /// The message without its subject line and the blank lines after it.
     pub fn body(&self) -> &str {
         match self.message.split_once('\n') {
@@ -47,11 +60,74 @@ impl CommitInfo {
     }
 }
 
-pub fn read_commit(repo: &gix::Repository, id: ObjectId) -> Result<CommitInfo, GitError> {
-    let commit = repo
-        .find_commit(id)
-        .map_err(|_| GitError::NotFound(format!("Bad commit: {id}")))?;
-    let c = commit.decode().map_err(GitError::internal)?;
+/// Bytes of decoded commits kept over all repositories.
+const KEPT_BYTES: usize = 16 << 20;
+/// Shards of the kept commits, so that workers reading log pages seldom wait for each other.
+const SHARDS: usize = 8;
+/// What a kept commit holds besides its text: the struct, the `Arc` and the map's entry.
+const ENTRY_BYTES: usize = 256;
+
+/// Decoded commits by id, for every repository whose objects are read through the shared pack
+/// reader: an id names the same commit in any of them. A log page shows fifty commits, and
+/// log pages, searches and forks show the same ones again and again.
+pub struct Commits {
+    shards: Vec<Mutex<ByteLru<ObjectId, Arc<CommitInfo>>>>,
+}
+
+impl Default for Commits {
+    fn default() -> Self {
+        let weigh: Weigh<ObjectId, Arc<CommitInfo>> = |_, c| c.weight();
+        Commits {
+            shards: (0..SHARDS)
+                .map(|_| Mutex::new(ByteLru::new(KEPT_BYTES / SHARDS, weigh)))
+                .collect(),
+        }
+    }
+}
+
+impl Commits {
+    fn shard(
+        &self,
+        id: &ObjectId,
+    ) -> std::sync::MutexGuard<'_, ByteLru<ObjectId, Arc<CommitInfo>>> {
+        let shard = id.as_bytes()[0] as usize % SHARDS;
+        self.shards[shard].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn get(&self, id: &ObjectId) -> Option<Arc<CommitInfo>> {
+        self.shard(id).get(id).cloned()
+    }
+
+    fn put(&self, commit: Arc<CommitInfo>) {
+        self.shard(&commit.id).put(commit.id, commit);
+    }
+}
+
+/// Commit `id` (kept when the repository reads through the shared caches); a missing or
+/// non-commit id is a user's mistake (404).
+pub fn read_commit(repo: &Repo, id: ObjectId) -> Result<CommitInfo, GitError> {
+    let Some(commits) = repo.commits else {
+        return decode_commit(repo, id);
+    };
+    // A kept commit is only handed to a repository that has it.
+    if let Some(kept) = commits.get(&id)
+        && repo.has_object(id)
+    {
+        return Ok(CommitInfo::clone(&kept));
+    }
+    let commit = decode_commit(repo, id)?;
+    commits.put(Arc::new(commit.clone()));
+    Ok(commit)
+}
+
+fn decode_commit(repo: &Repo, id: ObjectId) -> Result<CommitInfo, GitError> {
+    let bad = || GitError::NotFound(format!("Bad commit: {id}"));
+    let (kind, data) = repo.read_object(&id)?.ok_or_else(bad)?;
+    if kind != gix::object::Kind::Commit {
+        return Err(bad());
+    }
+    let c =
+        gix::objs::CommitRef::from_bytes(&data, repo.object_hash()).map_err(GitError::internal)?;
     let encoding = c.encoding.map(|e| e.as_bytes());
     Ok(CommitInfo {
         id,

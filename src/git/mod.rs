@@ -23,11 +23,13 @@ pub use log::LogPage;
 pub use packs::Object;
 use std::sync::Arc;
 
-/// A repository handle for the queries: gix's, whose trees and blobs are read through the
-/// shared pack reader when the repository's store has a pack set.
+/// A repository handle for the queries: gix's, whose objects are read through the shared pack
+/// reader, and whose commits are kept decoded for every repository, when the repository's
+/// store has a pack set (a store with replacement refs has none: its objects are its own).
 pub struct Repo<'a> {
     gix: &'a gix::Repository,
     packs: Option<(&'a packs::Packs, &'a packs::PackSet)>,
+    commits: Option<&'a commit::Commits>,
 }
 
 impl std::ops::Deref for Repo<'_> {
@@ -41,9 +43,13 @@ impl std::ops::Deref for Repo<'_> {
 impl<'a> Repo<'a> {
     pub fn new(
         gix: &'a gix::Repository,
-        packs: Option<(&'a packs::Packs, &'a packs::PackSet)>,
+        shared: Option<(&'a packs::Packs, &'a packs::PackSet, &'a commit::Commits)>,
     ) -> Repo<'a> {
-        Repo { gix, packs }
+        Repo {
+            gix,
+            packs: shared.map(|(packs, set, _)| (packs, set)),
+            commits: shared.map(|(_, _, commits)| commits),
+        }
     }
 
     /// Object `id`: its kind and bytes (shared with the pack reader's caches), or `None` when

@@ -345,7 +345,7 @@ fn render_repo_page_with(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
 }
 
 /// The committer date of the commit a URL names by full id (`id=`), for `Last-Modified`.
-fn named_commit_time(repo: &gix::Repository, req: &PageRequest) -> Option<i64> {
+fn named_commit_time(repo: &crate::git::Repo, req: &PageRequest) -> Option<i64> {
     if !parts::validators::names_only_full_ids(req) {
         return None;
     }

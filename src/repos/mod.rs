@@ -508,12 +508,12 @@ impl GitRepo {
             .store
             .checkout()
             .map(|warm| std::mem::replace(&mut repo.objects, warm));
-        let packs = opened
+        let shared = opened
             .store
             .packs
             .as_ref()
-            .map(|set| (&self.stores.packs, set));
-        let result = f(&git::Repo::new(&repo, packs));
+            .map(|set| (&self.stores.packs, set, &self.stores.commits));
+        let result = f(&git::Repo::new(&repo, shared));
         let own = own.unwrap_or_else(|| repo.objects.clone());
         opened
             .store

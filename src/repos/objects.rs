@@ -187,6 +187,8 @@ pub struct ObjectStores {
     pub commit_indexes: IndexMetrics,
     /// The pack reader of every store's packs.
     pub packs: crate::git::packs::Packs,
+    /// The decoded commits of every store read through the pack reader.
+    pub commits: crate::git::commit::Commits,
 }
 
 impl ObjectStores {
@@ -198,6 +200,7 @@ impl ObjectStores {
             budget: Budget::new(max_warm),
             commit_indexes: IndexMetrics::default(),
             packs: crate::git::packs::Packs::new(CHAIN_BASE_BYTES),
+            commits: crate::git::commit::Commits::default(),
         }
     }
 
