@@ -1,7 +1,8 @@
 #!/bin/bash
 # Serves one repository with cgitd and with Debian's cgit side by side (same run, same machine)
-# and prints, per page, cgit's and cgitd's median latency and their ratio, and the floor (a static
-# file from lighttpd beside cgitd's own stylesheet); then throughput for a
+# and prints, per page, cgit's and cgitd's median latency and their ratio, and that page's floor
+# (cgitd's very bytes as a static file from lighttpd), and the static floor (a static file from
+# lighttpd beside cgitd's own stylesheet); then throughput for a
 # few pages and for a crawler pattern (every request a different commit); then cgitd's memory.
 #
 # usage: bench/compare.sh [REPO]      REPO: any git directory (e.g. a clone of git.git);
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/.."
 . bench/lib.sh
 DUR=${DUR:-3}; TDUR=${TDUR:-5}; CRAWL=${CRAWL:-20000}; AE=${AE:-}
 WRK_H=(); [ -z "$AE" ] || WRK_H=(-H "Accept-Encoding: $AE")
-CGIT_PORT=${CGIT_PORT:-8081}; CGITD_PORT=${CGITD_PORT:-8082}
+CGIT_PORT=${CGIT_PORT:-8081}; CGITD_PORT=${CGITD_PORT:-8082}; FLOOR_PORT=${FLOOR_PORT:-8083}
 STATE=${STATE:-/tmp/cgitd-bench}
 mkdir -p "$STATE"
 
@@ -41,7 +42,11 @@ repo.path=$REPO
 RC
 ./target/release/cgitd serve --config "$STATE/cgitrc" --listen 127.0.0.1:$CGITD_PORT > "$STATE/cgitd.out" 2>&1 &
 CGITD_PID=$!
-cleanup() { kill $CGITD_PID 2>/dev/null || true; PORT=$CGIT_PORT CGIT_STATE=$STATE/cgit "$BASELINE" stop >/dev/null 2>&1 || true; }
+cleanup() {
+    kill $CGITD_PID 2>/dev/null || true
+    [ ! -f "$STATE/floor/lighttpd.pid" ] || kill "$(cat "$STATE/floor/lighttpd.pid")" 2>/dev/null || true
+    PORT=$CGIT_PORT CGIT_STATE=$STATE/cgit "$BASELINE" stop >/dev/null 2>&1 || true
+}
 trap cleanup EXIT
 for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$CGITD_PORT/" && break; sleep 0.1; done
 
@@ -83,14 +88,30 @@ echo "repository: $REPO ($(g rev-list --count HEAD) commits on HEAD, $(g for-eac
 echo "cgit: Debian $(dpkg-query -W -f='${Version}' cgit 2>/dev/null) as CGI under lighttpd; cgitd: release build"
 echo "Accept-Encoding: ${AE:-(none)}; cgitd response-cache-size: ${RESPONSE_CACHE_SIZE:-default}"
 echo
-printf '| %-13s | %-9s | %12s | %12s | %7s |\n' page "status" "cgit ms" "cgitd ms" ratio
-printf '|%s|\n' "---------------|-----------|--------------|--------------|---------"
+# Each page's floor: the bytes cgitd answers with, as a static file from a lighttpd of its own.
+FLOOR=$STATE/floor
+rm -rf "$FLOOR"; mkdir -p "$FLOOR/htdocs"
+while read -r name path; do
+    curl -s --path-as-is ${AE:+-H "Accept-Encoding: $AE"} -o "$FLOOR/htdocs/$name.html" "http://127.0.0.1:$CGITD_PORT$path"
+done <<< "$PAGES"
+cat > "$FLOOR/lighttpd.conf" <<CONF
+server.document-root = "$FLOOR/htdocs"
+server.bind = "127.0.0.1"
+server.port = $FLOOR_PORT
+server.pid-file = "$FLOOR/lighttpd.pid"
+mimetype.assign = ( ".html" => "text/html" )
+CONF
+lighttpd -f "$FLOOR/lighttpd.conf"
+printf '| %-13s | %-9s | %12s | %12s | %7s | %9s | %14s |\n' page "status" "cgit ms" "cgitd ms" ratio "bytes" "same, static ms"
+printf '|%s|\n' "---------------|-----------|--------------|--------------|---------|-----------|----------------"
 while read -r name path; do
     cs=$(status "http://127.0.0.1:$CGIT_PORT$path"); ds=$(status "http://127.0.0.1:$CGITD_PORT$path")
     c=$(median_ms "http://127.0.0.1:$CGIT_PORT$path")
     d=$(median_ms "http://127.0.0.1:$CGITD_PORT$path")
+    f=$(median_ms "http://127.0.0.1:$FLOOR_PORT/$name.html")
     r=$(ratio "$c" "$d"); [ "$cs$ds" = 200200 ] || r="n/a"
-    printf '| %-13s | %-9s | %12s | %12s | %7s |\n' "$name" "$cs/$ds" "$c" "$d" "$r"
+    printf '| %-13s | %-9s | %12s | %12s | %7s | %9s | %14s |\n' "$name" "$cs/$ds" "$c" "$d" "$r" \
+        "$(stat -c %s "$FLOOR/htdocs/$name.html")" "$f"
 done <<< "$PAGES"
 # The floor: a static file (cgit's stylesheet) from lighttpd, and cgitd's own embedded one.
 c=$(median_ms "http://127.0.0.1:$CGIT_PORT/cgit-css/cgit.css"); d=$(median_ms "http://127.0.0.1:$CGITD_PORT/cgit.css")
