@@ -1,6 +1,6 @@
 //! A least-recently-used map bounded by the bytes its entries hold: the eviction rule of the
-//! pack reader's kept objects, the fragment cache and the response cache. It depends on
-//! nothing of ours, so every layer may use it.
+//! pack reader's kept objects, the kept commits, the fragment cache and the response cache. It
+//! depends on nothing of ours, so every layer may use it.
 
 use std::borrow::Borrow;
 use std::hash::Hash;

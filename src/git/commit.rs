@@ -71,8 +71,10 @@ const ENTRY_BYTES: usize = 256;
 /// reader: an id names the same commit in any of them. A log page shows fifty commits, and
 /// log pages, searches and forks show the same ones again and again.
 pub struct Commits {
-    shards: Vec<Mutex<ByteLru<ObjectId, Arc<CommitInfo>>>>,
+    shards: Vec<Mutex<Shard>>,
 }
+
+type Shard = ByteLru<ObjectId, Arc<CommitInfo>>;
 
 impl Default for Commits {
     fn default() -> Self {
@@ -86,10 +88,7 @@ impl Default for Commits {
 }
 
 impl Commits {
-    fn shard(
-        &self,
-        id: &ObjectId,
-    ) -> std::sync::MutexGuard<'_, ByteLru<ObjectId, Arc<CommitInfo>>> {
+    fn shard(&self, id: &ObjectId) -> std::sync::MutexGuard<'_, Shard> {
         let shard = id.as_bytes()[0] as usize % SHARDS;
         self.shards[shard].lock().unwrap_or_else(|e| e.into_inner())
     }
