@@ -238,15 +238,16 @@ fn a_commit_kept_from_one_repository_is_not_shown_through_another() {
     let packs = Packs::new(1 << 20);
     let commits = cgitd::git::commit::Commits::default();
     let id = ObjectId::from_hex(only_a.as_bytes()).unwrap();
-    let read = |dir: &Path| {
+    let set_a = packs.set(&a.join(".git/objects"), gix::hash::Kind::Sha1);
+    let set_b = packs.set(&b.join(".git/objects"), gix::hash::Kind::Sha1);
+    let read = |dir: &Path, set| {
         let repo = gix::open(dir).unwrap();
-        let set = packs.set(&dir.join(".git/objects"), gix::hash::Kind::Sha1);
-        let repo = cgitd::git::Repo::new(&repo, Some((&packs, &set, &commits)));
+        let repo = cgitd::git::Repo::new(&repo, Some((&packs, set, &commits)));
         cgitd::git::commit::read_commit(&repo, id).map(|c| c.subject)
     };
-    assert_eq!(read(&a).unwrap(), "only in a");
-    assert!(read(&b).is_err(), "a's commit read through b");
-    assert_eq!(read(&a).unwrap(), "only in a");
+    assert_eq!(read(&a, &set_a).unwrap(), "only in a");
+    assert!(read(&b, &set_b).is_err(), "a's commit read through b");
+    assert_eq!(read(&a, &set_a).unwrap(), "only in a");
     // The pages.
     let server = Server::start(&rc);
     for _ in 0..2 {

@@ -67,18 +67,20 @@ const SHARDS: usize = 8;
 /// What a kept commit holds besides its text: the struct, the `Arc` and the map's entry.
 const ENTRY_BYTES: usize = 256;
 
-/// Decoded commits by id, for every repository whose objects are read through the shared pack
-/// reader: an id names the same commit in any of them. A log page shows fifty commits, and
-/// log pages, searches and forks show the same ones again and again.
+/// Decoded commits by object store (its pack set) and id, for every repository whose objects
+/// are read through the shared pack reader: a log page shows fifty commits, and log pages,
+/// searches, feeds and forks sharing a store show the same ones again and again.
 pub struct Commits {
     shards: Vec<Mutex<Shard>>,
 }
 
-type Shard = ByteLru<ObjectId, Arc<CommitInfo>>;
+/// A pack set's serial and a commit id.
+type Key = (u64, ObjectId);
+type Shard = ByteLru<Key, Arc<CommitInfo>>;
 
 impl Default for Commits {
     fn default() -> Self {
-        let weigh: Weigh<ObjectId, Arc<CommitInfo>> = |_, c| c.weight();
+        let weigh: Weigh<Key, Arc<CommitInfo>> = |_, c| c.weight();
         Commits {
             shards: (0..SHARDS)
                 .map(|_| Mutex::new(ByteLru::new(KEPT_BYTES / SHARDS, weigh)))
@@ -88,34 +90,33 @@ impl Default for Commits {
 }
 
 impl Commits {
-    fn shard(&self, id: &ObjectId) -> std::sync::MutexGuard<'_, Shard> {
-        let shard = id.as_bytes()[0] as usize % SHARDS;
+    fn shard(&self, key: &Key) -> std::sync::MutexGuard<'_, Shard> {
+        let shard = key.1.as_bytes()[0] as usize % SHARDS;
         self.shards[shard].lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn get(&self, id: &ObjectId) -> Option<Arc<CommitInfo>> {
-        self.shard(id).get(id).cloned()
+    fn get(&self, key: &Key) -> Option<Arc<CommitInfo>> {
+        self.shard(key).get(key).cloned()
     }
 
-    fn put(&self, commit: Arc<CommitInfo>) {
-        self.shard(&commit.id).put(commit.id, commit);
+    fn put(&self, key: Key, commit: Arc<CommitInfo>) {
+        self.shard(&key).put(key, commit);
     }
 }
 
-/// Commit `id` (kept when the repository reads through the shared caches); a missing or
-/// non-commit id is a user's mistake (404).
+/// Commit `id` (kept for the repository's object store when it reads through the shared
+/// caches); a missing or non-commit id is a user's mistake (404).
 pub fn read_commit(repo: &Repo, id: ObjectId) -> Result<CommitInfo, GitError> {
-    let Some(commits) = repo.commits else {
+    let (Some(commits), Some((_, set))) = (repo.commits, repo.packs) else {
         return decode_commit(repo, id);
     };
-    // A kept commit is only handed to a repository that has it.
-    if let Some(kept) = commits.get(&id)
-        && repo.has_object(id)
-    {
+    // By store: a kept commit is only handed to a repository that read it from the same objects.
+    let key = (set.serial, id);
+    if let Some(kept) = commits.get(&key) {
         return Ok(CommitInfo::clone(&kept));
     }
     let commit = decode_commit(repo, id)?;
-    commits.put(Arc::new(commit.clone()));
+    commits.put(key, Arc::new(commit.clone()));
     Ok(commit)
 }
 

@@ -19,7 +19,7 @@ use gix::object::Kind;
 use gix::odb::pack;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -50,6 +50,7 @@ struct Pack {
 pub struct Packs {
     opened: Mutex<HashMap<PathBuf, Weak<Pack>>>,
     next_serial: AtomicU32,
+    next_set_serial: AtomicU64,
     /// In shards by key, so that the workers' lookups at every step of their chains seldom
     /// wait for each other.
     bases: Vec<Mutex<Kept>>,
@@ -69,6 +70,8 @@ fn kept(limit: usize) -> Kept {
 /// a pack directory changed (looked at a second after the last look at the earliest, so that
 /// a new pack is used and a pack deleted by a repack is let go).
 pub struct PackSet {
+    /// Which set this is, unique in the process (what is kept for a set is kept by it).
+    pub serial: u64,
     pack_dirs: Vec<PathBuf>,
     hash: gix::hash::Kind,
     loaded: RwLock<Loaded>,
@@ -115,6 +118,7 @@ impl Packs {
         Packs {
             opened: Mutex::default(),
             next_serial: AtomicU32::new(0),
+            next_set_serial: AtomicU64::new(0),
             bases: (0..SHARDS)
                 .map(|_| Mutex::new(kept(limit / SHARDS)))
                 .collect(),
@@ -137,6 +141,7 @@ impl Packs {
             checked: None,
         };
         PackSet {
+            serial: self.next_set_serial.fetch_add(1, Ordering::Relaxed),
             pack_dirs,
             hash,
             loaded: RwLock::new(loaded),
