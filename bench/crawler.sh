@@ -106,5 +106,8 @@ crawl() {
 }
 
 echo "repository: $REPO ($(wc -l < "$STATE/commits.txt") commits); $(wc -l < "$STATE/urls.txt") distinct URLs"
-[ -z "$CGIT_PID" ] || crawl cgit "$CGIT_PORT" "$CGIT_PID"
+if [ -n "$CGIT_PID" ]; then
+    crawl cgit "$CGIT_PORT" "$CGIT_PID"
+    wait_for_cgi
+fi
 [ -z "$CGITD_PID" ] || crawl cgitd "$CGITD_PORT" "$CGITD_PID"

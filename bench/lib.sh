@@ -24,6 +24,12 @@ prepare_tools() {
     if [ -z "$CGITD" ] && [ "$ONLY" != cgit ]; then cargo build --release --locked -q; CGITD=./target/release/cgitd; fi
 }
 
+# wait_for_cgi: until the CGI processes cgit's web server started have all ended (at most 30 s),
+# so that renders left over from cgit's run do not take the CPU from the next system's run.
+wait_for_cgi() {
+    for _ in $(seq 300); do [ -z "$(cat /proc/"$CGIT_PID"/task/*/children 2>/dev/null)" ] && break; sleep 0.1; done
+}
+
 stop_systems() {
     [ -z "$CGITD_PID" ] || kill "$CGITD_PID" 2>/dev/null || true
     [ -z "$CGIT_PID" ] || PORT=$CGIT_PORT CGIT_STATE=$STATE/cgit "$BASELINE" stop >/dev/null 2>&1 || true

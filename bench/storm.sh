@@ -154,7 +154,6 @@ echo "repository: $REPO ($(g rev-list --count HEAD) commits on HEAD, $(wc -l < "
 echo "flood: $(wc -l < "$STATE/urls.txt") distinct URLs (blame, path log, grep search, snapshot, stats); person: $PERSON"
 if [ -n "$CGIT_PID" ]; then
     storm cgit "$CGIT_PORT" "$CGIT_PID"
-    # Let CGI processes of the flood finish before the next system runs.
-    for _ in $(seq 300); do [ -z "$(cat /proc/"$CGIT_PID"/task/*/children 2>/dev/null)" ] && break; sleep 0.1; done
+    wait_for_cgi
 fi
 [ -z "$CGITD_PID" ] || storm cgitd "$CGITD_PORT" "$CGITD_PID"
