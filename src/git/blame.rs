@@ -95,7 +95,7 @@ fn previous(
         return Ok(None);
     };
     let tree = super::commit::read_commit(repo, parent)?.tree;
-    let found = entry_at(repo, tree, path, &mut Default::default())?;
+    let found = entry_at(repo, tree, path)?;
     Ok(found.map(|_| (parent, path.to_owned())))
 }
 

@@ -714,7 +714,6 @@ struct PathWalk<'r> {
     nodes: HashMap<ObjectId, Node>,
     entries: HashMap<ObjectId, PathEntry>,
     seq: u64,
-    buf: std::sync::Arc<Vec<u8>>,
     /// Where set, every commit taken from the queue with what was decided about it.
     record: Option<Vec<Walked>>,
 }
@@ -749,7 +748,6 @@ impl<'r> PathWalk<'r> {
             nodes: HashMap::new(),
             entries: HashMap::new(),
             seq: 0,
-            buf: Default::default(),
             record: None,
         }
     }
@@ -895,7 +893,7 @@ impl<'r> PathWalk<'r> {
         if let Some(e) = self.entries.get(&id) {
             return Ok(*e);
         }
-        let e = entry_at(self.repo, tree, self.path.as_ref(), &mut self.buf)?;
+        let e = entry_at(self.repo, tree, self.path.as_ref())?;
         self.entries.insert(id, e);
         Ok(e)
     }

@@ -30,22 +30,20 @@ pub fn components(path: &BStr) -> impl DoubleEndedIterator<Item = &BStr> {
         .map(|c| c.as_bstr())
 }
 
-/// The tree entry at `path` below `tree` (no entry for the root itself), each tree read held in
-/// `buf` while its entries are searched.
+/// The tree entry at `path` below `tree` (no entry for the root itself).
 /// This is the hot function of path-limited history walks.
 pub fn entry_at(
     repo: &Repo,
     tree: ObjectId,
     path: &BStr,
-    buf: &mut Arc<Vec<u8>>,
 ) -> Result<Option<(ObjectId, EntryMode)>, GitError> {
     let mut current = tree;
     let mut parts = components(path).peekable();
     while let Some(name) = parts.next() {
-        let iter = read_tree(repo, &current, buf)
+        let data = read_tree(repo, &current)
             .map_err(|_| GitError::internal_msg(format!("missing tree {current}")))?;
         let mut found = None;
-        for entry in iter {
+        for entry in tree_entries(repo, &data) {
             let entry = entry.map_err(GitError::internal)?;
             if entry.filename == name {
                 found = Some((entry.oid.to_owned(), entry.mode));
@@ -71,8 +69,7 @@ pub fn find(repo: &Repo, tree: ObjectId, path: &BStr) -> Result<Option<Found>, G
     if components(path).next().is_none() {
         return Ok(Some(Found::Tree(tree)));
     }
-    let mut buf = Arc::default();
-    Ok(entry_at(repo, tree, path, &mut buf)?.map(|(id, mode)| {
+    Ok(entry_at(repo, tree, path)?.map(|(id, mode)| {
         if mode.is_tree() {
             Found::Tree(id)
         } else if mode.is_commit() {
@@ -85,9 +82,8 @@ pub fn find(repo: &Repo, tree: ObjectId, path: &BStr) -> Result<Option<Found>, G
 
 /// The entries of a tree in git's order.
 pub fn entries(repo: &Repo, tree: ObjectId) -> Result<Vec<Entry>, GitError> {
-    let mut buf = Arc::default();
-    let decoded = read_tree(repo, &tree, &mut buf)?;
-    decoded
+    let data = read_tree(repo, &tree)?;
+    tree_entries(repo, &data)
         .map(|e| {
             let e = e.map_err(GitError::internal)?;
             Ok(Entry {
@@ -114,16 +110,11 @@ pub fn object_kind(repo: &gix::Repository, id: ObjectId) -> Option<gix::object::
 /// The names of a chain of directories that each hold exactly one directory (cgit shows
 /// `a / b / c` as one row), starting below `tree`. Bounded to `max` links. Each tree is only
 /// walked to its second entry, and nothing of it is kept but a chain link.
-pub fn single_child_chain(
-    repo: &Repo,
-    tree: ObjectId,
-    max: usize,
-    buf: &mut Arc<Vec<u8>>,
-) -> Result<Vec<Entry>, GitError> {
+pub fn single_child_chain(repo: &Repo, tree: ObjectId, max: usize) -> Result<Vec<Entry>, GitError> {
     let mut chain = Vec::new();
     let mut current = tree;
     while chain.len() < max {
-        let Some(child) = only_subdirectory(repo, current, buf)? else {
+        let Some(child) = only_subdirectory(repo, current)? else {
             break;
         };
         current = child.id;
@@ -133,12 +124,9 @@ pub fn single_child_chain(
 }
 
 /// The entry of a tree that holds one entry, a directory, and nothing else.
-fn only_subdirectory(
-    repo: &Repo,
-    tree: ObjectId,
-    buf: &mut Arc<Vec<u8>>,
-) -> Result<Option<Entry>, GitError> {
-    let mut iter = read_tree(repo, &tree, buf)?;
+fn only_subdirectory(repo: &Repo, tree: ObjectId) -> Result<Option<Entry>, GitError> {
+    let data = read_tree(repo, &tree)?;
+    let mut iter = tree_entries(repo, &data);
     let first = match iter.next() {
         Some(entry) => entry.map_err(GitError::internal)?,
         None => return Ok(None),
@@ -153,19 +141,17 @@ fn only_subdirectory(
     }))
 }
 
-/// Reads tree `id` and holds its (shared) bytes in `buf`, for iterating its entries.
-fn read_tree<'b>(
-    repo: &Repo,
-    id: &gix::hash::oid,
-    buf: &'b mut Arc<Vec<u8>>,
-) -> Result<gix::objs::TreeRefIter<'b>, GitError> {
+/// The bytes of tree `id` (shared with the pack reader's caches).
+fn read_tree(repo: &Repo, id: &gix::hash::oid) -> Result<Arc<Vec<u8>>, GitError> {
     match repo.read_object(id) {
-        Ok(Some((gix::object::Kind::Tree, data))) => {
-            *buf = data;
-            Ok(gix::objs::TreeRefIter::from_bytes(buf, repo.object_hash()))
-        }
+        Ok(Some((gix::object::Kind::Tree, data))) => Ok(data),
         _ => Err(GitError::NotFound(format!("Bad tree: {id}"))),
     }
+}
+
+/// The entries of a tree's bytes, in order.
+fn tree_entries<'b>(repo: &Repo, data: &'b [u8]) -> gix::objs::TreeRefIter<'b> {
+    gix::objs::TreeRefIter::from_bytes(data, repo.object_hash())
 }
 
 /// A blob's bytes, possibly only its beginning.

@@ -175,7 +175,6 @@ fn listing<'e>(
     // each entry's path: the directory's, then the name (one buffer for all rows)
     let mut full = join(dir, b"");
     let dir_len = full.len();
-    let mut tree_buf = Default::default();
     let shown = &entries[..entries.len().min(MAX_ROWS)];
     let sized: Vec<ObjectId> = shown
         .iter()
@@ -189,7 +188,7 @@ fn listing<'e>(
         let kind = if e.mode.is_tree() {
             let chain = if chain_lookups < MAX_CHAIN_LOOKUPS {
                 chain_lookups += 1;
-                single_child_chain(ctx, e.id, &mut tree_buf)?
+                single_child_chain(ctx, e.id)?
             } else {
                 Vec::new()
             };
@@ -233,16 +232,12 @@ fn listing<'e>(
 /// The chain of single directories below the directory `tree`. Whether a tree is such a
 /// link is remembered by id across requests: most directories are not, and finding that out
 /// means reading them.
-fn single_child_chain(
-    ctx: &RepoCtx<'_>,
-    tree: ObjectId,
-    buf: &mut std::sync::Arc<Vec<u8>>,
-) -> Result<Vec<Entry>, GitError> {
+fn single_child_chain(ctx: &RepoCtx<'_>, tree: ObjectId) -> Result<Vec<Entry>, GitError> {
     let memo = &ctx.site.single_child_trees;
     if memo.get(tree) == Some(false) {
         return Ok(Vec::new());
     }
-    let chain = gtree::single_child_chain(ctx.repo, tree, 32, buf)?;
+    let chain = gtree::single_child_chain(ctx.repo, tree, 32)?;
     memo.insert(tree, !chain.is_empty());
     Ok(chain)
 }
