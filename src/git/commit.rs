@@ -107,7 +107,7 @@ impl Commits {
 /// Commit `id` (kept for the repository's object store when it reads through the shared
 /// caches); a missing or non-commit id is a user's mistake (404).
 pub fn read_commit(repo: &Repo, id: ObjectId) -> Result<CommitInfo, GitError> {
-    let (Some(commits), Some((_, set))) = (repo.commits, repo.packs) else {
+    let Some((_, set, commits)) = repo.shared else {
         return decode_commit(repo, id);
     };
     // By store: a kept commit is only handed to a repository that read it from the same objects.

@@ -28,9 +28,11 @@ use std::sync::Arc;
 /// store has a pack set (a store with replacement refs has none: its objects are its own).
 pub struct Repo<'a> {
     gix: &'a gix::Repository,
-    packs: Option<(&'a packs::Packs, &'a packs::PackSet)>,
-    commits: Option<&'a commit::Commits>,
+    shared: Option<Shared<'a>>,
 }
+
+/// The pack reader, the repository's pack set and the kept commits.
+type Shared<'a> = (&'a packs::Packs, &'a packs::PackSet, &'a commit::Commits);
 
 impl std::ops::Deref for Repo<'_> {
     type Target = gix::Repository;
@@ -41,21 +43,14 @@ impl std::ops::Deref for Repo<'_> {
 }
 
 impl<'a> Repo<'a> {
-    pub fn new(
-        gix: &'a gix::Repository,
-        shared: Option<(&'a packs::Packs, &'a packs::PackSet, &'a commit::Commits)>,
-    ) -> Repo<'a> {
-        Repo {
-            gix,
-            packs: shared.map(|(packs, set, _)| (packs, set)),
-            commits: shared.map(|(_, _, commits)| commits),
-        }
+    pub fn new(gix: &'a gix::Repository, shared: Option<Shared<'a>>) -> Repo<'a> {
+        Repo { gix, shared }
     }
 
     /// Object `id`: its kind and bytes (shared with the pack reader's caches), or `None` when
     /// the repository has no such object.
     pub fn read_object(&self, id: &gix::hash::oid) -> Result<Option<Object>, GitError> {
-        if let Some((packs, set)) = self.packs
+        if let Some((packs, set, _)) = self.shared
             && let Some(found) = packs.read(set, id)?
         {
             return Ok(Some(found));
