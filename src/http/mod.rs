@@ -333,8 +333,7 @@ impl Answer {
     ) {
         let elapsed = self.started.elapsed().as_secs_f64();
         app.metrics.observe(self.page_label, status, elapsed);
-        let (client, class, target) = (self.client, self.class, &self.target);
-        app.access_log(site, client, class, target, status, bytes, rendered);
+        app.access_log(site, self, status, bytes, rendered);
     }
 
     /// The answer from a cached response (or a 304 for it), recorded.
@@ -517,13 +516,10 @@ fn shed_page(site: &Site, shed: Shed) -> pages::Response {
 
 impl App {
     /// One line per sampled request (`access-log=N`: every Nth), on the `cgitd::access` target.
-    #[allow(clippy::too_many_arguments)]
     fn access_log(
         &self,
         site: &Site,
-        client: std::net::IpAddr,
-        class: CostClass,
-        target: &str,
+        answer: &Answer,
         status: u16,
         bytes: u64,
         rendered: Option<(Duration, Duration)>,
@@ -540,14 +536,15 @@ impl App {
         let (waited, ran) = rendered.unwrap_or_default();
         tracing::info!(
             target: "cgitd::access",
-            %client,
-            class = class.label(),
+            client = %answer.client,
+            class = answer.class.label(),
             cached = rendered.is_none(),
             wait_ms = waited.as_secs_f64() * 1e3,
             render_ms = ran.as_secs_f64() * 1e3,
             status,
             bytes,
-            "{target}"
+            "{}",
+            answer.target
         );
     }
 }
