@@ -2,7 +2,7 @@
 //! and reference deltas, text and binary files, a fork reading its alternate's pack) reads back
 //! as `git cat-file` prints it, with a cache of chain bases small enough to be emptied over and
 //! over; loose objects are left to gix; a pack written later is found. Commits kept decoded
-//! for every repository are shown only through a repository that has them.
+//! for a store are shown only through repositories reading that store's objects.
 
 mod common;
 
