@@ -29,6 +29,7 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use bytes::Bytes;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
+use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -100,6 +101,19 @@ impl Key {
             coding,
             ..self.clone()
         }
+    }
+
+    /// What names the page whatever its coding (borrowed, to be hashed).
+    fn page(&self) -> impl Hash + '_ {
+        let Key {
+            generation,
+            refs_version,
+            target,
+            host,
+            esi,
+            coding: _,
+        } = self;
+        (generation, refs_version, target, host, esi)
     }
 
     fn bytes(&self) -> usize {
@@ -274,8 +288,7 @@ impl ResponseCache {
     /// Whether a page rendered for `key` in `cost` is kept (by the [`Admission`] rule; any
     /// coding of the page counts as the same page).
     pub fn admits(&self, key: &Key, cost: Duration) -> bool {
-        self.admission
-            .admits(&key.with_coding(Coding::Identity), cost)
+        self.admission.admits(&key.page(), cost)
     }
 
     /// The fresh entry under `key`, made most recently used.
@@ -380,6 +393,18 @@ mod tests {
         let big = Entry::from_page(&page(&"z".repeat(20_000), "max-age=300"), false).unwrap();
         cache.put(key(1000), Arc::new(big));
         assert!(cache.get(&key(1000)).is_none());
+    }
+
+    #[test]
+    fn a_page_asked_for_in_another_coding_counts_as_asked_before() {
+        let cache = ResponseCache::new(1 << 20);
+        let cheap = Duration::ZERO;
+        assert!(!cache.admits(&key(1), cheap), "the first time");
+        assert!(cache.admits(&key(1).with_coding(Coding::Gzip), cheap));
+        assert!(
+            !cache.admits(&key(2).with_coding(Coding::Gzip), cheap),
+            "another page"
+        );
     }
 
     #[test]
