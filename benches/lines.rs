@@ -1,0 +1,103 @@
+//! Line diffs of real blob pairs in-process: the largest text file changed in the last 2,000
+//! non-merge commits (in git.git a translation's `.po`, rewritten by an l10n update: the pages a
+//! crawler finds slowest) and a source file with a small change (most commits). The repository
+//! is `$CGITD_BENCH_REPO` (e.g. a git.git clone), else the repository the bench runs in.
+//!
+//! `CGITD_BENCH_REPO=/path/to/git.git cargo bench --bench lines`
+
+use cgitd::git::diff::lines::diff_text;
+use criterion::{Criterion, criterion_group, criterion_main};
+use std::process::Command;
+
+fn git(repo: &str, args: &[&str]) -> Vec<u8> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?} failed");
+    out.stdout
+}
+
+/// (old blob, new blob, path) of every in-place modification in the last 2,000 non-merge
+/// commits, with both sizes.
+fn modifications(repo: &str) -> Vec<(String, String, String, usize)> {
+    let raw = git(
+        repo,
+        &[
+            "log",
+            "--no-merges",
+            "--raw",
+            "--no-abbrev",
+            "--format=",
+            "-n",
+            "2000",
+        ],
+    );
+    let mut pairs: Vec<(String, String, String)> = String::from_utf8_lossy(&raw)
+        .lines()
+        .filter_map(|line| {
+            let (meta, path) = line.split_once('\t')?;
+            let fields: Vec<&str> = meta.split(' ').collect();
+            (fields.len() == 5 && fields[4] == "M").then(|| {
+                (
+                    fields[2].to_string(),
+                    fields[3].to_string(),
+                    path.to_string(),
+                )
+            })
+        })
+        .collect();
+    pairs.sort();
+    pairs.dedup();
+    let input: String = pairs.iter().map(|(_, new, _)| format!("{new}\n")).collect();
+    let sizes = Command::new("git")
+        .args(["-C", repo, "cat-file", "--batch-check=%(objectsize)"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(input.as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("git cat-file runs");
+    String::from_utf8_lossy(&sizes.stdout)
+        .lines()
+        .zip(pairs)
+        .filter_map(|(size, (old, new, path))| Some((old, new, path, size.parse().ok()?)))
+        .collect()
+}
+
+fn bench_lines(c: &mut Criterion) {
+    let repo = std::env::var("CGITD_BENCH_REPO").unwrap_or_else(|_| ".".into());
+    let mut changed = modifications(&repo);
+    changed.retain(|(_, _, path, _)| !path.ends_with(".png") && !path.ends_with(".gif"));
+    changed.sort_by_key(|&(_, _, _, size)| size);
+    let largest = changed
+        .last()
+        .expect("a modified file in the history")
+        .clone();
+    let typical = changed
+        .iter()
+        .rev()
+        .find(|(_, _, path, size)| path.ends_with(".c") && (30_000..120_000).contains(size))
+        .unwrap_or(&largest)
+        .clone();
+    for (name, (old, new, path, size)) in [("largest", largest), ("source", typical)] {
+        let old = git(&repo, &["cat-file", "blob", &old]);
+        let new = git(&repo, &["cat-file", "blob", &new]);
+        let label = format!("diff_text {name} ({path}, {size} bytes)");
+        c.bench_function(&label, |b| {
+            b.iter(|| diff_text(&old, &new, 3, false, 10_000).map(|d| d.hunks.len()))
+        });
+    }
+}
+
+criterion_group!(benches, bench_lines);
+criterion_main!(benches);
