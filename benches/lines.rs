@@ -1,4 +1,4 @@
-//! Line diffs of real blob pairs in-process: the largest text file changed in the last 2,000
+//! Line diffs of real blob pairs in-process: the largest text file modified in the last 2,000
 //! non-merge commits (in git.git a translation's `.po`, rewritten by an l10n update: the pages a
 //! crawler finds slowest) and a source file with a small change (most commits). The repository
 //! is `$CGITD_BENCH_REPO` (e.g. a git.git clone), else the repository the bench runs in.
@@ -20,9 +20,11 @@ fn git(repo: &str, args: &[&str]) -> Vec<u8> {
     out.stdout
 }
 
-/// (old blob, new blob, path) of every in-place modification in the last 2,000 non-merge
-/// commits, with both sizes.
-fn modifications(repo: &str) -> Vec<(String, String, String, usize)> {
+/// (old blob, new blob, path, new size) of a file modified in place.
+type Modification = (String, String, String, usize);
+
+/// Every in-place modification in the last 2,000 non-merge commits.
+fn modifications(repo: &str) -> Vec<Modification> {
     let raw = git(
         repo,
         &[
@@ -74,24 +76,29 @@ fn modifications(repo: &str) -> Vec<(String, String, String, usize)> {
         .collect()
 }
 
+/// Both sides of a modification, if both are text by git's rule (no NUL in the first 8,000
+/// bytes).
+fn text_pair(repo: &str, (old, new, _, _): &Modification) -> Option<(Vec<u8>, Vec<u8>)> {
+    let is_text = |data: &[u8]| !data[..data.len().min(8000)].contains(&0);
+    let old = git(repo, &["cat-file", "blob", old]);
+    let new = git(repo, &["cat-file", "blob", new]);
+    (is_text(&old) && is_text(&new)).then_some((old, new))
+}
+
 fn bench_lines(c: &mut Criterion) {
     let repo = std::env::var("CGITD_BENCH_REPO").unwrap_or_else(|_| ".".into());
     let mut changed = modifications(&repo);
-    changed.retain(|(_, _, path, _)| !path.ends_with(".png") && !path.ends_with(".gif"));
-    changed.sort_by_key(|&(_, _, _, size)| size);
+    changed.sort_by_key(|&(_, _, _, size)| std::cmp::Reverse(size));
     let largest = changed
-        .last()
-        .expect("a modified file in the history")
-        .clone();
+        .iter()
+        .find_map(|m| Some((m, text_pair(&repo, m)?)))
+        .expect("a modified text file in the history");
     let typical = changed
         .iter()
-        .rev()
-        .find(|(_, _, path, size)| path.ends_with(".c") && (30_000..120_000).contains(size))
-        .unwrap_or(&largest)
-        .clone();
-    for (name, (old, new, path, size)) in [("largest", largest), ("source", typical)] {
-        let old = git(&repo, &["cat-file", "blob", &old]);
-        let new = git(&repo, &["cat-file", "blob", &new]);
+        .filter(|(_, _, path, size)| path.ends_with(".c") && (30_000..120_000).contains(size))
+        .find_map(|m| Some((m, text_pair(&repo, m)?)))
+        .unwrap_or_else(|| largest.clone());
+    for (name, ((_, _, path, size), (old, new))) in [("largest", largest), ("source", typical)] {
         let label = format!("diff_text {name} ({path}, {size} bytes)");
         c.bench_function(&label, |b| {
             b.iter(|| diff_text(&old, &new, 3, false, 10_000).map(|d| d.hunks.len()))
