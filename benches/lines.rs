@@ -1,7 +1,8 @@
 //! Line diffs of real blob pairs in-process: the largest text file modified in the last 2,000
-//! non-merge commits (in git.git a translation's `.po`, rewritten by an l10n update: the pages a
-//! crawler finds slowest) and a source file with a small change (most commits). The repository
-//! is `$CGITD_BENCH_REPO` (e.g. a git.git clone), else the repository the bench runs in.
+//! non-merge commits (in git.git a translation's `.po` of a megabyte: commits changing those are
+//! the pages a crawler finds slowest) and the latest C file of 30–120 KB modified (most commits
+//! change files like it). The repository is `$CGITD_BENCH_REPO` (e.g. a git.git clone), else the
+//! repository the bench runs in.
 //!
 //! `CGITD_BENCH_REPO=/path/to/git.git cargo bench --bench lines`
 
