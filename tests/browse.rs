@@ -1044,3 +1044,40 @@ fn tree_stats_buttons_link_like_cgit() {
         &["/r/tree/", "/r/tree/src?h=side", "/r/tree/?id=v1.0"],
     );
 }
+
+/// Every blob's size in a listing is its own, also for the entries after a submodule (which
+/// has no size here): each row shows what `git ls-tree -l` says.
+#[test]
+fn tree_sizes_follow_a_submodule() {
+    let dir = TempDir::new("browse-sizes");
+    let work = dir.path().join("work");
+    init_repo(&work);
+    write(&work, "b.txt", "bee\n");
+    write(&work, "c.txt", "a longer line for c\n");
+    write(&work, "d/e.txt", "e\n");
+    commit_all(&work, "files", "2024-02-01T10:00:00+00:00");
+    let head = git(&work, &["rev-parse", "HEAD"]);
+    let gitlink = format!("160000,{},a-mod", head.trim());
+    git(&work, &["update-index", "--add", "--cacheinfo", &gitlink]);
+    commit_staged(&work, b"submodule first", "2024-02-02T10:00:00+00:00");
+    let rc = r_and_off_rc(dir.path(), &work.join(".git"), "");
+    let server = Server::start(&rc);
+    let html = server.page("/r/tree/");
+    assert!(html.contains("<span class='ls-mod'>a-mod</span>"), "{html}");
+    let listing = git(&work, &["ls-tree", "-l", "HEAD"]);
+    let mut blobs = 0;
+    for line in listing.lines() {
+        let (meta, name) = line.split_once('\t').unwrap();
+        let fields: Vec<&str> = meta.split_whitespace().collect();
+        if fields[1] != "blob" {
+            continue;
+        }
+        blobs += 1;
+        let row = format!(
+            "href='/r/tree/{name}'>{name}</a></td><td class='ls-size'>{}</td>",
+            fields[3]
+        );
+        assert!(html.contains(&row), "{row} in {html}");
+    }
+    assert_eq!(blobs, 2);
+}

@@ -176,13 +176,7 @@ fn listing<'e>(
     let mut full = join(dir, b"");
     let dir_len = full.len();
     let shown = &entries[..entries.len().min(MAX_ROWS)];
-    let sized: Vec<ObjectId> = shown
-        .iter()
-        .filter(|e| !e.mode.is_commit())
-        .map(|e| e.id)
-        .collect();
-    let mut sizes = ctx.object_sizes(&sized)?.into_iter();
-    for e in shown {
+    for (e, size) in shown.iter().zip(entry_sizes(ctx, shown)?) {
         full.truncate(dir_len);
         full.extend_from_slice(&e.name);
         let kind = if e.mode.is_tree() {
@@ -209,12 +203,7 @@ fn listing<'e>(
         rows.push(Row {
             mode: mode_string(e.mode),
             label: e.name.to_str_lossy(),
-            // in the order of `sized`: every entry but submodules
-            size: if e.mode.is_commit() {
-                0
-            } else {
-                sizes.next().unwrap_or_default()
-            },
+            size,
             path: html::escape(&escape_path(&full)),
             plain: !matches!(kind, RowKind::Module { .. }),
             // No blame for directories and submodules (cgit's blame button there is a 404).
@@ -227,6 +216,27 @@ fn listing<'e>(
         omitted,
         buttons: button_links(ctx),
     })
+}
+
+/// The size of each entry's object, in the entries' order; 0 for a submodule, whose commit is
+/// not in this repository.
+fn entry_sizes(ctx: &RepoCtx<'_>, entries: &[Entry]) -> Result<Vec<u64>, GitError> {
+    let objects: Vec<ObjectId> = entries
+        .iter()
+        .filter(|e| !e.mode.is_commit())
+        .map(|e| e.id)
+        .collect();
+    let mut sizes = ctx.object_sizes(&objects)?.into_iter();
+    Ok(entries
+        .iter()
+        .map(|e| {
+            if e.mode.is_commit() {
+                0
+            } else {
+                sizes.next().unwrap_or_default()
+            }
+        })
+        .collect())
 }
 
 /// The chain of single directories below the directory `tree`. Whether a tree is such a
