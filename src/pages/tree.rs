@@ -283,10 +283,9 @@ fn chain_links(links: &TreeLinks<'_, '_>, full: &[u8], chain: &[Entry]) -> Vec<C
 
 /// A file name's extension, which cgit adds to the link's classes (`ls-blob c`).
 fn extension(name: &BStr) -> Option<std::borrow::Cow<'_, str>> {
-    match name.rsplit_str(".").next() {
-        Some(ext) if ext.len() < name.len() && !ext.is_empty() => Some(ext.to_str_lossy()),
-        _ => None,
-    }
+    let dot = name.rfind_byte(b'.')?;
+    let ext = &name[dot + 1..];
+    (!ext.is_empty()).then(|| ext.to_str_lossy())
 }
 
 fn module_kind<'e>(ctx: &RepoCtx<'_>, e: &Entry, full: &[u8]) -> RowKind<'e> {
@@ -486,6 +485,17 @@ mod tests {
         );
         assert!(resolve_relative(b"a".as_bstr(), b"../../etc").is_none());
         assert!(resolve_relative(b"".as_bstr(), b"/etc/passwd").is_none());
+    }
+
+    #[test]
+    fn extensions_are_what_follows_the_last_dot() {
+        let ext = |name: &[u8]| extension(name.as_bstr()).map(|e| e.into_owned());
+        assert_eq!(ext(b"main.c").as_deref(), Some("c"));
+        assert_eq!(ext(b"a.tar.gz").as_deref(), Some("gz"));
+        assert_eq!(ext(b".bashrc").as_deref(), Some("bashrc"));
+        assert_eq!(ext(b"Makefile"), None);
+        assert_eq!(ext(b"trailing."), None);
+        assert_eq!(ext(b"caf\xe9.t\xffxt").as_deref(), Some("t\u{fffd}xt"));
     }
 
     #[test]
