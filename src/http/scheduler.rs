@@ -1119,11 +1119,21 @@ mod tests {
                 })
             })
             .collect();
-        for _ in 0..10 {
-            started.recv().await.unwrap();
+        // Two start and hold their workers (a scheduler that ran one at a time fails here
+        // instead of hanging); then each release lets exactly one more start.
+        for _ in 0..2 {
+            let start = tokio::time::timeout(Duration::from_secs(10), started.recv());
+            start.await.expect("two expensive jobs at once").unwrap();
+        }
+        assert_eq!(running.load(Ordering::SeqCst), 2);
+        for _ in 2..10 {
             assert!(sched.stats().expensive_running <= 2);
             // Cheap work still gets through meanwhile.
             sched.run(CostClass::Cheap, 7, || ()).await.unwrap();
+            release.send(()).unwrap();
+            started.recv().await.unwrap();
+        }
+        for _ in 0..2 {
             release.send(()).unwrap();
         }
         for answer in answers {
