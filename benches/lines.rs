@@ -7,6 +7,7 @@
 //! `CGITD_BENCH_REPO=/path/to/git.git cargo bench --bench lines`
 
 use cgitd::git::diff::lines::diff_text;
+use cgitd::git::tree::is_binary;
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::process::Command;
 
@@ -80,10 +81,9 @@ fn modifications(repo: &str) -> Vec<Modification> {
 /// Both sides of a modification, if both are text by git's rule (no NUL in the first 8,000
 /// bytes).
 fn text_pair(repo: &str, (old, new, _, _): &Modification) -> Option<(Vec<u8>, Vec<u8>)> {
-    let is_text = |data: &[u8]| !data[..data.len().min(8000)].contains(&0);
     let old = git(repo, &["cat-file", "blob", old]);
     let new = git(repo, &["cat-file", "blob", new]);
-    (is_text(&old) && is_text(&new)).then_some((old, new))
+    (!is_binary(&old) && !is_binary(&new)).then_some((old, new))
 }
 
 fn bench_lines(c: &mut Criterion) {
