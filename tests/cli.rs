@@ -1,4 +1,5 @@
-//! The command line: check-config, render, and configuration reload on SIGHUP.
+//! The command line: check-config, render, configuration reload on SIGHUP and a graceful stop
+//! on SIGTERM.
 
 mod common;
 
@@ -112,6 +113,20 @@ fn sighup_reloads_the_configuration() {
     std::fs::remove_file(&rc).unwrap();
     hang_up_and_wait(&server);
     assert_eq!(server.get("/renamed/").status, 200);
+}
+
+#[test]
+fn sigterm_stops_the_server_gracefully() {
+    let (_dir, rc) = one_repo_site("term");
+    let mut server = Server::start(&rc);
+    assert_eq!(server.get("/r/").status, 200);
+    Command::new("kill")
+        .args(["-TERM", &server.pid().to_string()])
+        .status()
+        .unwrap();
+    let status = server.exit_within(std::time::Duration::from_secs(10));
+    // Killed by the signal, the process would have no exit code.
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "{status:?}");
 }
 
 /// Sends SIGHUP and gives the server time to (not) reload.

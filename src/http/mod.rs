@@ -599,7 +599,8 @@ fn static_file(site: &Site, path: &str) -> Option<Response> {
     Some(response)
 }
 
-/// Serves until ctrl-c; SIGHUP reloads the configuration.
+/// Serves until ctrl-c or SIGTERM, each a graceful stop (the requests under way are
+/// answered); SIGHUP reloads the configuration.
 pub async fn serve(app: Arc<App>, listener: tokio::net::TcpListener) -> std::io::Result<()> {
     let reloader = Arc::clone(&app);
     tokio::spawn(async move {
@@ -616,10 +617,25 @@ pub async fn serve(app: Arc<App>, listener: tokio::net::TcpListener) -> std::io:
     });
     let service = router(app).into_make_service_with_connect_info::<SocketAddr>();
     axum::serve(listener, service)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
+        .with_graceful_shutdown(stop_signal())
         .await
+}
+
+/// Completes on ctrl-c (SIGINT) or SIGTERM, what a service manager sends to stop a server.
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(e) => {
+            tracing::warn!("SIGTERM not handled: {e}");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
 }
 
 #[cfg(test)]
