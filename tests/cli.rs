@@ -84,10 +84,7 @@ fn sighup_reloads_the_configuration() {
     assert!(server.get("/").text().contains("Included title"));
     let text = std::fs::read_to_string(&rc).unwrap();
     std::fs::write(&rc, text.replace("repo.url=r\n", "repo.url=renamed\n")).unwrap();
-    Command::new("kill")
-        .args(["-HUP", &server.pid().to_string()])
-        .status()
-        .unwrap();
+    server.signal("HUP");
     let mut reloaded = false;
     for _ in 0..50 {
         if server.get("/renamed/").status == 200 {
@@ -120,10 +117,7 @@ fn sigterm_stops_the_server_gracefully() {
     let (_dir, rc) = one_repo_site("term");
     let mut server = Server::start(&rc);
     assert_eq!(server.get("/r/").status, 200);
-    Command::new("kill")
-        .args(["-TERM", &server.pid().to_string()])
-        .status()
-        .unwrap();
+    server.signal("TERM");
     let status = server.exit_within(std::time::Duration::from_secs(10));
     // Killed by the signal, the process would have no exit code.
     assert_eq!(status.and_then(|s| s.code()), Some(0), "{status:?}");
@@ -131,10 +125,7 @@ fn sigterm_stops_the_server_gracefully() {
 
 /// Sends SIGHUP and gives the server time to (not) reload.
 fn hang_up_and_wait(server: &Server) {
-    Command::new("kill")
-        .args(["-HUP", &server.pid().to_string()])
-        .status()
-        .unwrap();
+    server.signal("HUP");
     std::thread::sleep(std::time::Duration::from_millis(300));
 }
 
@@ -215,10 +206,7 @@ fn a_reload_keeps_open_repositories_open_and_finds_new_ones_under_scan_path() {
     );
     assert!(!server.page("/").contains("/three/"), "not before a reload");
     assert!(eventually_metric(&server, "cgitd_ref_watches", 2));
-    Command::new("kill")
-        .args(["-HUP", &server.pid().to_string()])
-        .status()
-        .unwrap();
+    server.signal("HUP");
     assert!(
         eventually_metric(&server, "cgitd_config_reloads_total", 1),
         "the reload takes effect"
@@ -238,10 +226,7 @@ fn a_reload_keeps_open_repositories_open_and_finds_new_ones_under_scan_path() {
     assert_eq!(count(&server, "cgitd_repositories_opened_total"), 3);
     // A repository that went away is no longer watched after the next reload.
     std::fs::rename(scan.join("two.git"), dir.path().join("two.git")).unwrap();
-    Command::new("kill")
-        .args(["-HUP", &server.pid().to_string()])
-        .status()
-        .unwrap();
+    server.signal("HUP");
     assert!(eventually_metric(&server, "cgitd_config_reloads_total", 2));
     assert!(!server.page("/").contains("href='/two/'"));
     assert!(

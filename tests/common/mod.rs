@@ -299,6 +299,15 @@ impl Server {
         self.child.id()
     }
 
+    /// Sends the process a signal by name (`HUP`, `TERM`).
+    pub fn signal(&self, name: &str) {
+        let sent = Command::new("kill")
+            .args([&format!("-{name}"), &self.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -{name}");
+    }
+
     /// How the process ended, waiting up to `timeout` for it (None: still running).
     pub fn exit_within(
         &mut self,
