@@ -1,5 +1,6 @@
 # Shared by the bench scripts: the repository, wrk, a release cgitd and Debian's cgit beside
-# it (storm.sh, crawler.sh), a keep-alive median (compare.sh, forks.sh, many.sh). Source it
+# it (storm.sh, crawler.sh, pgo-build.sh), a keep-alive median (compare.sh, forks.sh, many.sh),
+# a wrk script walking a list of URLs (profile.sh, pgo-build.sh). Source it
 # from the repository root; the start-up functions read STATE, CGIT_PORT, CGITD_PORT and ONLY
 # (cgit|cgitd|empty), and CGITD may name a binary to use.
 
@@ -60,4 +61,14 @@ median_ms() {
                     if (u=="us") v/=1000; else if (u=="s") v*=1000; else if (u=="m") v*=60000;
                     printf "%.3f", v; found=1 }
         END { if (!found) printf "n/a" }'
+}
+
+# walk_script FILE: writes a wrk script that asks for the URLs of the file named after wrk's
+# `--`, in order, starting again at the top when they run out.
+walk_script() {
+    cat > "$1" <<'LUA'
+local urls = {}
+function init(args) for line in io.lines(args[1]) do urls[#urls + 1] = line end; n = 0 end
+function request() n = n + 1; return wrk.format("GET", urls[((n - 1) % #urls) + 1]) end
+LUA
 }

@@ -39,21 +39,16 @@ for page in / /git/ /git/refs/ /git/log/ /git/tree/ /git/atom/ /git/patch/ /git/
     for _ in $(seq 200); do echo "$page"; done
 done >> "$STATE/train.txt"
 shuf --random-source=<(yes) "$STATE/train.txt" -o "$STATE/train.txt"
-cat > "$STATE/walk.lua" <<'LUA'
-local urls = {}
-function init(args) for line in io.lines(args[1]) do urls[#urls + 1] = line end; n = 0 end
-function request() n = n + 1; return wrk.format("GET", urls[((n - 1) % #urls) + 1]) end
-LUA
+walk_script "$STATE/walk.lua"
 
 printf 'virtual-root=/\nrepo.url=git\nrepo.path=%s\n' "$REPO" > "$STATE/cgitrc"
-"$instrumented" serve --config "$STATE/cgitrc" --listen 127.0.0.1:$PORT > "$STATE/cgitd.out" 2>&1 &
-pid=$!
-for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
+ONLY=cgitd; CGITD=$instrumented; CGITD_PORT=$PORT
+start_systems "$REPO" /dev/null "$STATE/cgitrc"
 echo "training for ${TRAIN}s..." >&2
 wrk -t1 -c8 -d"${TRAIN}s" --timeout 10s -s "$STATE/walk.lua" "http://127.0.0.1:$PORT" -- "$STATE/train.txt" >&2 || true
-# ctrl-c is a graceful stop: the process exits normally and writes its counts.
-kill -INT "$pid"
-wait "$pid" || true
+# A graceful stop: the process exits normally and writes its counts.
+kill -TERM "$CGITD_PID"
+wait "$CGITD_PID" || true
 "$profdata" merge -o "$STATE/merged.profdata" "$STATE/profiles"
 
 echo "optimised build..." >&2

@@ -12,6 +12,7 @@
 # Needs perf (Debian's linux-perf). Only 127.0.0.1 is contacted; every run is bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 DUR=${DUR:-6}; CONNS=${CONNS:-8}; PORT=${PORT:-8482}; STATE=${STATE:-/tmp/cgitd-profile}
 mkdir -p "$STATE"
 REPO=${1:-/tmp/cgitd-bench/corpus.git}
@@ -59,11 +60,7 @@ order = [b for b, _ in BUCKETS] + ["other"]
 print(" ".join(f"{b} {totals.get(b, 0.0):.0f}%" for b in order if totals.get(b, 0.0) >= 0.5))
 PY
 
-cat > "$STATE/walk.lua" <<'LUA'
-local urls = {}
-function init(args) for line in io.lines(args[1]) do urls[#urls + 1] = line end; n = 0 end
-function request() n = n + 1; return wrk.format("GET", urls[((n - 1) % #urls) + 1]) end
-LUA
+walk_script "$STATE/walk.lua"
 
 echo "repository: $REPO; ${DUR}s per kind, $CONNS connections, distinct URLs"
 for kind in commit diff tree plain log; do
