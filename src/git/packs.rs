@@ -89,7 +89,7 @@ pub type Object = (Kind, Arc<Vec<u8>>);
 
 /// Per-thread buffers and the results of recent chains.
 struct Scratch {
-    inflate: gix::zlib::Inflate,
+    inflate: libdeflater::Decompressor,
     delta: Vec<u8>,
     work: Vec<u8>,
     chain: Vec<pack::data::Entry>,
@@ -99,7 +99,7 @@ struct Scratch {
 impl Default for Scratch {
     fn default() -> Self {
         Scratch {
-            inflate: gix::zlib::Inflate::default(),
+            inflate: libdeflater::Decompressor::new(),
             delta: Vec::new(),
             work: Vec::new(),
             chain: Vec::new(),
@@ -341,20 +341,32 @@ fn modified(dir: &Path) -> Option<SystemTime> {
     std::fs::metadata(dir).and_then(|m| m.modified()).ok()
 }
 
-/// Inflates the data of `entry` (an object, or a delta's instructions) into `out`.
+/// Inflates the data of `entry` (an object, or a delta's instructions) into `out`: exactly the
+/// size its header gives, or an error. libdeflate inflates a whole stream in one call, with none
+/// of a streaming inflater's state to carry between calls; the stream ends itself, so its input
+/// is the rest of the pack.
 fn inflate_into(
     data: &pack::data::File,
     entry: &pack::data::Entry,
-    inflate: &mut gix::zlib::Inflate,
+    inflate: &mut libdeflater::Decompressor,
     out: &mut Vec<u8>,
 ) -> Result<(), GitError> {
     let size = usize::try_from(entry.decompressed_size)
         .map_err(|_| GitError::internal_msg("object too large"))?;
+    let input = data
+        .entry_slice(entry.data_offset..data.pack_end() as u64)
+        .ok_or_else(|| GitError::internal_msg("pack entry beyond the pack's end"))?;
     out.clear();
     out.resize(size, 0);
-    data.decompress_entry(entry, inflate, out)
-        .map_err(GitError::internal)?;
-    Ok(())
+    match inflate.zlib_decompress(input, out) {
+        Ok(written) if written == size => Ok(()),
+        Ok(_) => Err(GitError::internal_msg(
+            "pack entry shorter than its header says",
+        )),
+        Err(e) => Err(GitError::internal_msg(format!(
+            "pack entry not inflated: {e}"
+        ))),
+    }
 }
 
 /// A delta header's size: seven bits a byte, least significant first.
