@@ -1,7 +1,9 @@
 //! Revision resolution: URL strings to object ids, only ever as revisions.
 
+use super::Repo;
 use super::error::GitError;
 use gix::ObjectId;
+use gix::object::Kind;
 
 /// Resolves a revision expression. Strings that look like options are refused, and reflog or
 /// upstream forms that a server cannot answer are not found.
@@ -27,25 +29,37 @@ pub fn resolve(repo: &gix::Repository, spec: &str) -> Result<ObjectId, GitError>
 }
 
 /// Resolves a revision and peels it to a commit.
-pub fn resolve_commit(repo: &gix::Repository, spec: &str) -> Result<ObjectId, GitError> {
+pub fn resolve_commit(repo: &Repo, spec: &str) -> Result<ObjectId, GitError> {
     let id = resolve(repo, spec)?;
     peel_to_commit(repo, id)
         .ok_or_else(|| GitError::NotFound(format!("Invalid commit reference: {spec}")))
 }
 
-/// Follows tags to the commit they name; `None` when it is not a commit.
-pub fn peel_to_commit(repo: &gix::Repository, id: ObjectId) -> Option<ObjectId> {
-    let object = repo.find_object(id).ok()?;
-    let commit = object.peel_to_kind(gix::object::Kind::Commit).ok()?;
-    Some(commit.id)
+/// Tags followed at most from a name to what it names (git's own bound is far higher, but
+/// no repository nests tags deeper than a few).
+const MAX_TAG_DEPTH: usize = 64;
+
+/// Follows tags to the commit they name; `None` when it is not a commit. The objects are read
+/// through the shared pack reader.
+pub fn peel_to_commit(repo: &Repo, mut id: ObjectId) -> Option<ObjectId> {
+    for _ in 0..MAX_TAG_DEPTH {
+        let (kind, data) = repo.read_object(&id).ok()??;
+        match kind {
+            Kind::Commit => return Some(id),
+            Kind::Tag => {
+                id = gix::objs::TagRef::from_bytes(&data, repo.object_hash())
+                    .ok()?
+                    .target()
+            }
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// The commits a `qt=range` search names: whitespace-separated revisions, `^rev` and `a..b`
 /// exclude. Returns (tips, hidden). Option-like tokens are refused; `a...b` is not supported.
-pub fn resolve_range(
-    repo: &gix::Repository,
-    q: &str,
-) -> Result<(Vec<ObjectId>, Vec<ObjectId>), GitError> {
+pub fn resolve_range(repo: &Repo, q: &str) -> Result<(Vec<ObjectId>, Vec<ObjectId>), GitError> {
     let mut tips = Vec::new();
     let mut hidden = Vec::new();
     for token in q.split_whitespace() {

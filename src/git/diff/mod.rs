@@ -215,15 +215,9 @@ impl TreeDiff {
     }
 }
 
-/// The tree of a commit.
-pub fn commit_tree(repo: &gix::Repository, commit: ObjectId) -> Result<ObjectId, GitError> {
-    let commit = repo
-        .find_commit(commit)
-        .map_err(|_| GitError::NotFound(format!("Bad commit: {commit}")))?;
-    commit
-        .tree_id()
-        .map(|id| id.detach())
-        .map_err(GitError::internal)
+/// The tree of a commit (read through the kept commits).
+pub fn commit_tree(repo: &Repo, commit: ObjectId) -> Result<ObjectId, GitError> {
+    Ok(super::commit::read_commit(repo, commit)?.tree)
 }
 
 /// Diffs the trees of two commits (`old` None: against the empty tree).
