@@ -85,8 +85,8 @@ fn kind_name(kind: gix::object::Kind) -> &'static str {
     }
 }
 
-/// Reads every packed object of `dir` twice through a set of `objects_dir` and compares it with
-/// git's; returns how many were read from packs.
+/// Reads every packed object of `dir` twice through a set of `objects_dir` and compares it, and
+/// its size read alone, with git's; returns how many were read from packs.
 fn check_all(dir: &Path, objects_dir: &Path, packs: &Packs) -> usize {
     let set = packs.set(objects_dir, gix::hash::Kind::Sha1);
     let objects = all_objects(dir);
@@ -100,6 +100,12 @@ fn check_all(dir: &Path, objects_dir: &Path, packs: &Packs) -> usize {
             };
             assert_eq!(kind_name(found), kind, "{id}");
             assert!(*data == *want, "{id} differs from git's (round {round})");
+            let size = packs.size(&set, id).unwrap();
+            assert_eq!(
+                size,
+                Some(want.len() as u64),
+                "{id}'s size without reading it"
+            );
             read += 1;
         }
     }

@@ -67,6 +67,20 @@ impl<'a> Repo<'a> {
         Ok(kind.map(|kind| (kind, Arc::new(data))))
     }
 
+    /// The size of object `id` without reading it (a missing object is a user's mistake: an
+    /// id from a URL).
+    pub fn object_size(&self, id: &gix::hash::oid) -> Result<u64, GitError> {
+        if let Some((packs, set, _)) = self.shared
+            && let Some(size) = packs.size(set, id)?
+        {
+            return Ok(size);
+        }
+        self.gix
+            .find_header(id)
+            .map(|h| h.size())
+            .map_err(|_| GitError::NotFound(format!("Bad object: {id}")))
+    }
+
     /// The bytes of blob `id`, which a tree names: its absence is a broken repository (an
     /// internal error), not a user's mistake.
     pub fn read_named_blob(&self, id: &gix::hash::oid) -> Result<Arc<Vec<u8>>, GitError> {

@@ -90,6 +90,8 @@ pub type Object = (Kind, Arc<Vec<u8>>);
 /// Per-thread buffers and the results of recent chains.
 struct Scratch {
     inflate: libdeflater::Decompressor,
+    /// For the first bytes of a delta only (libdeflate inflates whole streams).
+    partial_inflate: gix::zlib::Inflate,
     delta: Vec<u8>,
     work: Vec<u8>,
     chain: Vec<pack::data::Entry>,
@@ -100,6 +102,7 @@ impl Default for Scratch {
     fn default() -> Self {
         Scratch {
             inflate: libdeflater::Decompressor::new(),
+            partial_inflate: gix::zlib::Inflate::default(),
             delta: Vec::new(),
             work: Vec::new(),
             chain: Vec::new(),
@@ -209,6 +212,38 @@ impl Packs {
             return Ok(None);
         };
         SCRATCH.with_borrow_mut(|scratch| self.resolve(&pack, offset, scratch))
+    }
+
+    /// The size of object `id` of `set`, from its entry's header or, for a delta, from the
+    /// delta's own header (it states its result's size): no chain is followed and nothing
+    /// inflated but a delta's first bytes. `None` when no pack of the set holds it.
+    pub fn size(&self, set: &PackSet, id: &oid) -> Result<Option<u64>, GitError> {
+        let Some((pack, offset)) = self.locate(set, id) else {
+            return Ok(None);
+        };
+        let data = &pack.bundle.pack;
+        let entry = data.entry(offset).map_err(GitError::internal)?;
+        if !entry.header.is_delta() {
+            return Ok(Some(entry.decompressed_size));
+        }
+        let mut head = [0u8; 20];
+        let head_len = head
+            .len()
+            .min(usize::try_from(entry.decompressed_size).unwrap_or(20));
+        let input = data
+            .entry_slice(entry.data_offset..data.pack_end() as u64)
+            .ok_or_else(|| GitError::internal_msg("pack entry beyond the pack's end"))?;
+        let produced = SCRATCH.with_borrow_mut(|scratch| {
+            scratch.partial_inflate.reset();
+            scratch
+                .partial_inflate
+                .once(input, &mut head[..head_len])
+                .map(|(_, _, produced)| produced)
+                .map_err(|e| GitError::internal_msg(format!("delta header not inflated: {e}")))
+        })?;
+        let mut header = &head[..produced];
+        delta_size(&mut header)?;
+        Ok(Some(delta_size(&mut header)? as u64))
     }
 
     /// Where `id` is in the set's packs (listed again first when due; an object missed in

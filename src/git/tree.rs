@@ -95,13 +95,6 @@ pub fn entries(repo: &Repo, tree: ObjectId) -> Result<Vec<Entry>, GitError> {
         .collect()
 }
 
-/// The size in bytes of an object, without reading it.
-pub fn object_size(repo: &gix::Repository, id: ObjectId) -> Result<u64, GitError> {
-    repo.find_header(id)
-        .map(|h| h.size())
-        .map_err(|_| GitError::NotFound(format!("Bad object: {id}")))
-}
-
 /// The kind of an object, without reading it.
 pub fn object_kind(repo: &gix::Repository, id: ObjectId) -> Option<gix::object::Kind> {
     repo.find_header(id).ok().map(|h| h.kind())

@@ -105,7 +105,7 @@ fn body(
     blob: ObjectId,
     path: &[u8],
 ) -> Result<BlameBody, PageError> {
-    let size = gtree::object_size(ctx.repo, blob)?;
+    let size = ctx.repo.object_size(&blob)?;
     let limit_kb = ctx.site.config.globals.max_blob_size;
     if limit_kb > 0 && size / 1024 > limit_kb {
         return Ok(BlameBody::TooLarge(format!(

@@ -210,7 +210,7 @@ impl RepoCtx<'_> {
     pub fn object_sizes(&self, ids: &[gix::ObjectId]) -> Result<Vec<u64>, crate::git::GitError> {
         self.site
             .sizes
-            .get_or_read_all(ids, |id| crate::git::tree::object_size(self.repo, id))
+            .get_or_read_all(ids, |id| self.repo.object_size(&id))
     }
 
     /// The commit `head` names: a branch tip from the ref snapshot (so a page is consistent with

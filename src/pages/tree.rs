@@ -313,7 +313,7 @@ fn symlink_target(
     id: ObjectId,
     dir: &BStr,
 ) -> Result<SymlinkTarget, GitError> {
-    if gtree::object_size(ctx.repo, id)? > 4096 {
+    if ctx.repo.object_size(&id)? > 4096 {
         return Ok(SymlinkTarget {
             label: "(long target)".into(),
             href: None,
@@ -367,7 +367,7 @@ fn blob_view(
     path: &BStr,
 ) -> Result<BlobView, GitError> {
     let g = &ctx.site.config.globals;
-    let size = gtree::object_size(ctx.repo, id)?;
+    let size = ctx.repo.object_size(&id)?;
     let path = path.as_bytes();
     let mut view = BlobView {
         id: id.to_string(),

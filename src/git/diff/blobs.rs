@@ -40,9 +40,13 @@ impl<'r> Blobs<'r> {
         if let Some(s) = self.sizes.get(&id) {
             return Ok(*s);
         }
-        let header = self.repo.find_header(id).map_err(GitError::internal)?;
-        self.sizes.insert(id, header.size());
-        Ok(header.size())
+        // A tree names the blob: its absence is a broken repository, not a user's mistake.
+        let size = self.repo.object_size(&id).map_err(|e| match e {
+            GitError::NotFound(_) => GitError::internal_msg(format!("missing blob {id}")),
+            e => e,
+        })?;
+        self.sizes.insert(id, size);
+        Ok(size)
     }
 
     pub fn span_counts(&mut self, id: ObjectId) -> Result<Rc<Vec<(u32, u64)>>, GitError> {

@@ -90,7 +90,7 @@ fn on_disk(dir: &Path, spec: &Path) -> Option<Location> {
 pub fn read(ctx: &RepoCtx<'_>, loc: &Location) -> Option<Vec<u8>> {
     match loc {
         Location::Tree { blob, .. } => {
-            (gtree::object_size(ctx.repo, *blob).ok()? <= MAX_README).then_some(())?;
+            (ctx.repo.object_size(blob).ok()? <= MAX_README).then_some(())?;
             gtree::read_blob(ctx.repo, *blob).ok().map(|b| b.data)
         }
         Location::File(path) => read_file(path),
