@@ -230,9 +230,7 @@ impl Packs {
         let head_len = head
             .len()
             .min(usize::try_from(entry.decompressed_size).unwrap_or(20));
-        let input = data
-            .entry_slice(entry.data_offset..data.pack_end() as u64)
-            .ok_or_else(|| GitError::internal_msg("pack entry beyond the pack's end"))?;
+        let input = compressed(data, &entry)?;
         let produced = SCRATCH.with_borrow_mut(|scratch| {
             scratch.partial_inflate.reset();
             scratch
@@ -376,10 +374,18 @@ fn modified(dir: &Path) -> Option<SystemTime> {
     std::fs::metadata(dir).and_then(|m| m.modified()).ok()
 }
 
+/// The compressed data of `entry`: the rest of the pack, as a zlib stream ends itself.
+fn compressed<'a>(
+    data: &'a pack::data::File,
+    entry: &pack::data::Entry,
+) -> Result<&'a [u8], GitError> {
+    data.entry_slice(entry.data_offset..data.pack_end() as u64)
+        .ok_or_else(|| GitError::internal_msg("pack entry beyond the pack's end"))
+}
+
 /// Inflates the data of `entry` (an object, or a delta's instructions) into `out`: exactly the
 /// size its header gives, or an error. libdeflate inflates a whole stream in one call, with none
-/// of a streaming inflater's state to carry between calls; the stream ends itself, so its input
-/// is the rest of the pack.
+/// of a streaming inflater's state to carry between calls.
 fn inflate_into(
     data: &pack::data::File,
     entry: &pack::data::Entry,
@@ -388,9 +394,7 @@ fn inflate_into(
 ) -> Result<(), GitError> {
     let size = usize::try_from(entry.decompressed_size)
         .map_err(|_| GitError::internal_msg("object too large"))?;
-    let input = data
-        .entry_slice(entry.data_offset..data.pack_end() as u64)
-        .ok_or_else(|| GitError::internal_msg("pack entry beyond the pack's end"))?;
+    let input = compressed(data, entry)?;
     out.clear();
     out.resize(size, 0);
     match inflate.zlib_decompress(input, out) {
