@@ -115,7 +115,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     for d in &config.diagnostics {
         tracing::warn!("{d}");
     }
-    let runtime = match tokio::runtime::Runtime::new() {
+    let runtime = match http::runtime() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("cgitd: cannot start runtime: {e}");
