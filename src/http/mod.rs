@@ -608,8 +608,7 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all();
     if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        builder.worker_threads((cores / 2).max(1));
+        builder.worker_threads((scheduler::available_cores() / 2).max(1));
     }
     builder.build()
 }

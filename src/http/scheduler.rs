@@ -105,11 +105,15 @@ pub struct Limits {
     pub expensive_overload_wait: Duration,
 }
 
+/// The cores this process may run on (`std::thread::available_parallelism()`; 2 when unknown).
+pub fn available_cores() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
 impl Limits {
-    /// Defaults derived from `std::thread::available_parallelism()`; see each field.
+    /// Defaults for [`available_cores`]; see each field.
     pub fn default_for_cores() -> Limits {
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        Limits::for_cores(cores)
+        Limits::for_cores(available_cores())
     }
 
     /// The defaults for a machine with `cores` cores.
