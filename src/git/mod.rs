@@ -67,8 +67,9 @@ impl<'a> Repo<'a> {
         Ok(kind.map(|kind| (kind, Arc::new(data))))
     }
 
-    /// The size of object `id` without reading it (a missing object is a user's mistake: an
-    /// id from a URL).
+    /// The size of object `id` without reading it. A missing object is not found (404), as with
+    /// gix's header lookup; where it means a broken repository the caller says so
+    /// (`diff::Blobs::size`).
     pub fn object_size(&self, id: &gix::hash::oid) -> Result<u64, GitError> {
         if let Some((packs, set, _)) = self.shared
             && let Some(size) = packs.size(set, id)?

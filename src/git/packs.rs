@@ -227,9 +227,7 @@ impl Packs {
             return Ok(Some(entry.decompressed_size));
         }
         let mut head = [0u8; 20];
-        let head_len = head
-            .len()
-            .min(usize::try_from(entry.decompressed_size).unwrap_or(20));
+        let head_len = entry.decompressed_size.min(head.len() as u64) as usize;
         let input = compressed(data, &entry)?;
         let produced = SCRATCH.with_borrow_mut(|scratch| {
             scratch.partial_inflate.reset();
