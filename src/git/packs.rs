@@ -310,19 +310,23 @@ impl Packs {
         if scratch.chain.is_empty() {
             return Ok(Some((kind, start)));
         }
-        // Apply from the deepest delta up, between the result and the work buffer.
+        // Apply from the deepest delta up, between the result and the work buffer. A kept
+        // waypoint is the next step's base as it is, not a copy.
         let chain = std::mem::take(&mut scratch.chain);
+        let mut kept = Some(start);
         let mut result = Vec::new();
         let mut other = std::mem::take(&mut scratch.work);
         for (applied, delta) in chain.iter().rev().enumerate() {
             inflate_into(data, delta, &mut scratch.inflate, &mut scratch.delta)?;
-            let base: &[u8] = if applied == 0 { &start } else { &result };
+            let base: &[u8] = kept.as_deref().unwrap_or(&result);
             apply_delta(base, &scratch.delta, &mut other)?;
             std::mem::swap(&mut result, &mut other);
+            kept = None;
             let level = applied + 1;
             if level < chain.len() && level % WAYPOINT == 0 {
-                let key = (pack.serial, delta.data_offset);
-                self.keep(key, kind, &Arc::new(result.clone()));
+                let waypoint = Arc::new(std::mem::take(&mut result));
+                self.keep((pack.serial, delta.data_offset), kind, &waypoint);
+                kept = Some(waypoint);
             }
         }
         scratch.chain = chain;
@@ -432,8 +436,11 @@ fn apply_delta(base: &[u8], mut delta: &[u8], out: &mut Vec<u8>) -> Result<(), G
         return Err(GitError::internal_msg("delta base size mismatch"));
     }
     let size = delta_size(&mut delta)?;
+    if out.capacity() < size {
+        // a new buffer: growing the old one would copy its stale bytes
+        *out = Vec::with_capacity(size);
+    }
     out.clear();
-    out.reserve(size);
     while let Some((&op, rest)) = delta.split_first() {
         delta = rest;
         if op & 0x80 != 0 {
