@@ -35,7 +35,7 @@ cat > "$STATE/buckets.py" <<'PY'
 import re, sys
 # (bucket, pattern over the symbol); the first match wins.
 BUCKETS = [
-    ("inflate", r"inflate|zlib|adler32|crc32"),
+    ("inflate", r"inflate|zlib|adler32|crc32|libdeflate|deflate_decompress|build_decode_table"),
     ("delta", r"delta|apply_delta|gix_pack::data::entry|decode_entry|resolve"),
     ("diff", r"imara|gix_diff|histogram|myers|diff::lines|diff::blobs|intern"),
     ("decode", r"gix_object|decode|from_bytes|parse|tree::|commit::"),
