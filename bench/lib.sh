@@ -25,10 +25,18 @@ prepare_tools() {
     if [ -z "$CGITD" ] && [ "$ONLY" != cgit ]; then cargo build --release --locked -q; CGITD=./target/release/cgitd; fi
 }
 
-# wait_for_cgi: until the CGI processes cgit's web server started have all ended (at most 30 s),
-# so that renders left over from cgit's run do not take the CPU from the next system's run.
+# wait_for_cgi: until the CGI processes cgit's web server started have all ended (at most 30 s;
+# then the ones left are stopped, and how many is said), so that renders left over from cgit's
+# run do not take the CPU from the next system's run.
 wait_for_cgi() {
-    for _ in $(seq 300); do [ -z "$(cat /proc/"$CGIT_PID"/task/*/children 2>/dev/null)" ] && break; sleep 0.1; done
+    local left
+    for _ in $(seq 300); do
+        left=$(cat /proc/"$CGIT_PID"/task/*/children 2>/dev/null || true)
+        [ -z "$left" ] && return
+        sleep 0.1
+    done
+    echo "($(wc -w <<< "$left") of cgit's CGI processes still ran 30 s after its run: stopped)"
+    kill $left 2>/dev/null || true
 }
 
 stop_systems() {
