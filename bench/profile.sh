@@ -3,9 +3,9 @@
 #
 # Serves REPO with a release cgitd; for each kind (commit, diff, tree, plain, log) a wrk run
 # over distinct URLs of that kind only, while `perf record` samples cgitd; then the samples'
-# self time is put into buckets by symbol: inflating (zlib), delta resolution, diffing, tree and
-# commit decoding, object lookup, HTML/escaping and rendering, allocation, compression,
-# hashing, the kernel (syscalls, page faults, network) and the rest.
+# self time is put into buckets by symbol: inflating (zlib, libdeflate), delta resolution,
+# diffing, tree and commit decoding, object lookup, HTML/escaping and rendering, allocation,
+# compression, hashing, the kernel (syscalls, page faults, network) and the rest.
 #
 # usage: bench/profile.sh [REPO]     (default: the corpus bench/compare.sh builds)
 # env:   DUR=6 (seconds per kind), CONNS=8, CGITD=path, PORT=8482, STATE=/tmp/cgitd-profile
