@@ -7,9 +7,12 @@
 # path-limited logs at random ofs (0 included), `log/?qt=grep&q=<word>` searches,
 # `snapshot/<tag>.tar.gz` of random tags, `stats/?period=m|q|y` — while a person (one
 # persistent keep-alive connection, python3 http.client) asks for the summary, a small commit
-# and the tree root in turn, one request every 100 ms. Prints the person's p50/p99/max, the
-# flood's 2xx/503/other counts and throughput, and the server's peak RssAnon (for cgit: lighttpd
-# plus its CGI children, summed at each sample).
+# and the tree root in turn, one request every 100 ms. Prints the person's p50/p99/max and
+# slowest three requests (seconds from the flood's start), the flood's 2xx/503/other counts and
+# throughput, the server's peak RssAnon (for cgit: lighttpd plus its CGI children, summed at
+# each sample), and the machine's own stalls meanwhile (bench/stalls.py: a person's slow request
+# at the time of a stall was slowed by the machine, e.g. a virtual machine's host, not by the
+# server).
 #
 # usage: bench/storm.sh [REPO]     REPO: any git directory; default: the git.git-shaped corpus
 #                                  bench/compare.sh builds (bench/make-corpus.py)
@@ -102,10 +105,10 @@ LUA
 
 cat > "$STATE/person.py" <<'PY'
 import http.client, sys, time
-port, dur, paths = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3:]
+port, dur, epoch, paths = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), sys.argv[4:]
 def connect():
     return http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-conn, lat, bad, i = connect(), [], {}, 0
+conn, lat, when, bad, i = connect(), [], [], {}, 0
 start = time.monotonic(); tick = start
 while time.monotonic() - start < dur:
     path = paths[i % len(paths)]; i += 1
@@ -118,15 +121,18 @@ while time.monotonic() - start < dur:
     except (OSError, http.client.HTTPException) as e:
         status = type(e).__name__; conn.close(); conn = connect()
     lat.append((time.monotonic() - t0) * 1000)
+    when.append(t0 - epoch)
     if status != 200:
         bad[status] = bad.get(status, 0) + 1
     tick += 0.1
     time.sleep(max(0.0, tick - time.monotonic()))
     tick = max(tick, time.monotonic())
+slowest = sorted(zip(lat, when), reverse=True)[:3]
 lat.sort()
 pct = lambda p: lat[min(len(lat) - 1, int(len(lat) * p / 100))]
 print(f"person: {len(lat)} requests, p50 {pct(50):.1f} ms, p99 {pct(99):.1f} ms, max {lat[-1]:.1f} ms; "
       f"not 200: {sum(bad.values())} {bad if bad else ''}".rstrip())
+print("  slowest: " + ", ".join(f"+{t:.1f}s {ms:.0f} ms" for ms, t in slowest))
 PY
 
 
@@ -136,18 +142,23 @@ storm() {
     echo
     echo "== $name (pid $pid): $CONNS connections of expensive URLs for ${DUR}s; person every 100 ms"
     python3 bench/peak-rss.py "$pid" "$((DUR + 1))" > "$STATE/$name.rss" &
-    local rss=$!
+    local rss=$! epoch
+    epoch=$(python3 -c 'import time; print(time.monotonic())')
+    python3 bench/stalls.py "$DUR" "$epoch" > "$STATE/$name.stalls" &
+    local stalls=$!
     wrk -t2 -c"$CONNS" -d"${DUR}s" --timeout 10s -s "$STATE/flood.lua" "http://127.0.0.1:$port" > "$STATE/$name.wrk" 2>&1 &
     local flood=$!
     sleep 1
-    python3 "$STATE/person.py" "$port" "$((DUR - 2))" $PERSON
+    python3 "$STATE/person.py" "$port" "$((DUR - 2))" "$epoch" $PERSON
     wait "$flood" || true
     grep '^flood:' "$STATE/$name.wrk" || { echo "flood: wrk failed:"; cat "$STATE/$name.wrk"; }
     wait "$rss" || true
     cat "$STATE/$name.rss"
+    wait "$stalls" || true
+    cat "$STATE/$name.stalls"
     # One second after the flood: back to idle speed?
     sleep 1
-    python3 "$STATE/person.py" "$port" 3 $PERSON | sed 's/^person:/after the flood (3 s):/'
+    python3 "$STATE/person.py" "$port" 3 "$epoch" $PERSON | sed 's/^person:/after the flood (3 s):/'
 }
 
 echo "repository: $REPO ($(g rev-list --count HEAD) commits on HEAD, $(wc -l < "$STATE/tags.txt") tags, $(wc -l < "$STATE/files.txt") files)"
