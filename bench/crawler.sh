@@ -7,8 +7,9 @@
 # commits, 20 % plain/<file>?id= of files at random commits, 10 % log/?ofs= between 1 and
 # 20,000 — each URL at most once. Prints pages/s, p50/p99 latency (wrk's, which it corrects for
 # coordinated omission, and each request's as timed), how many answers were 4xx or
-# 5xx (and cgitd's own count of its answers by status), and the server's peak RssAnon (cgit:
-# lighttpd and its CGI children, summed at each sample).
+# 5xx (and cgitd's own count of its answers by status), the server's peak RssAnon (cgit:
+# lighttpd and its CGI children, summed at each sample), and the machine's own stalls meanwhile
+# (bench/stalls.py), which lengthen the tail whatever the server does.
 #
 # usage: bench/crawler.sh [REPO]   REPO: any git directory; default: the git.git-shaped corpus
 #                                  bench/compare.sh builds (bench/make-corpus.py)
@@ -116,10 +117,14 @@ crawl() {
     echo "== $name: $CONNS connections, ${DUR}s, distinct URLs"
     python3 bench/peak-rss.py "$pid" "$((DUR + 1))" > "$STATE/$name.rss" &
     local rss=$!
+    python3 bench/stalls.py "$DUR" > "$STATE/$name.stalls" &
+    local stalls=$!
     wrk -t1 -c"$CONNS" -d"${DUR}s" --timeout 10s -s "$STATE/crawl.lua" "http://127.0.0.1:$port" > "$STATE/$name.wrk" 2>&1 || true
     grep -E "pages/s|as timed" "$STATE/$name.wrk"
     wait "$rss" || true
     cat "$STATE/$name.rss"
+    wait "$stalls" || true
+    cat "$STATE/$name.stalls"
 }
 
 echo "repository: $REPO ($(wc -l < "$STATE/commits.txt") commits); $(wc -l < "$STATE/urls.txt") distinct URLs"
