@@ -19,11 +19,15 @@
 # env:   DUR=20 (seconds of flood per system), CONNS=64, URLS=20000 (distinct flood URLs),
 #        ONLY=cgit|cgitd (run one system), CGITD=path (a cgitd binary to use instead of
 #        building target/release/cgitd), CGIT_PORT=8281, CGITD_PORT=8282,
-#        STATE=/tmp/cgitd-storm, EXTRA_RC (cgitrc lines for cgitd only, e.g. 'git-workers=2')
+#        STATE=/tmp/cgitd-storm, EXTRA_RC (cgitrc lines for cgitd only, e.g. 'git-workers=2'),
+#        SETTLE=90 (seconds between cgit's run and cgitd's: on this project's shared virtual
+#        machine, for a minute or two after cgit's storm, whose CGI processes held over 4 GiB,
+#        the machine stalled every CPU for 18-100 ms every few seconds under load; 0 runs
+#        cgitd right away)
 # Only 127.0.0.1 is ever contacted; every load run is bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DUR=${DUR:-20}; CONNS=${CONNS:-64}; URLS=${URLS:-20000}; ONLY=${ONLY:-}
+DUR=${DUR:-20}; CONNS=${CONNS:-64}; URLS=${URLS:-20000}; ONLY=${ONLY:-}; SETTLE=${SETTLE:-90}
 CGIT_PORT=${CGIT_PORT:-8281}; CGITD_PORT=${CGITD_PORT:-8282}
 STATE=${STATE:-/tmp/cgitd-storm}
 mkdir -p "$STATE"
@@ -166,5 +170,9 @@ echo "flood: $(wc -l < "$STATE/urls.txt") distinct URLs (blame, path log, grep s
 if [ -n "$CGIT_PID" ]; then
     storm cgit "$CGIT_PORT" "$CGIT_PID"
     wait_for_cgi
+    if [ -n "$CGITD_PID" ] && [ "$SETTLE" -gt 0 ]; then
+        echo "(waiting ${SETTLE}s for the machine to settle after cgit's run)"
+        sleep "$SETTLE"
+    fi
 fi
 [ -z "$CGITD_PID" ] || storm cgitd "$CGITD_PORT" "$CGITD_PID"
