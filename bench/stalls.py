@@ -8,7 +8,7 @@ tens of milliseconds then means the CPU itself was not running (a virtual machin
 something else: steal time) or was kept in the kernel, not that a server was slow. Prints the
 worst lateness, the wake-ups later than 5 ms with their times (seconds from EPOCH, a
 `time.monotonic()` value, else from the start), and the steal time /proc/stat counted
-meanwhile; costs well under 1 % of a CPU."""
+meanwhile. Costs about 4 % of one CPU (0.43 s of CPU time in 10 s), in each system's run alike."""
 import os
 import sys
 import time
