@@ -1,11 +1,13 @@
 //! The pack reader: every object of a repository whose packs hold long delta chains (offset
 //! and reference deltas, text and binary files, a fork reading its alternate's pack) reads back
 //! as `git cat-file` prints it, with a cache of chain bases small enough to be emptied over and
-//! over; loose objects are left to gix; a pack written later is found. Commits kept decoded
-//! for a store are shown only through repositories reading that store's objects.
+//! over; loose objects are left to gix; a pack written later is found; an id is found in a pack
+//! index where gix's bisection finds it. Commits kept decoded for a store are shown only through
+//! repositories reading that store's objects.
 
 mod common;
 
+use cgitd::git::pack_index::{Fan, lookup};
 use cgitd::git::packs::Packs;
 use common::*;
 use gix::ObjectId;
@@ -221,6 +223,52 @@ fn an_unknown_object_is_none() {
     let set = packs.set(&dir.join(".git/objects"), gix::hash::Kind::Sha1);
     let missing = ObjectId::from_hex(b"0123456789012345678901234567890123456789").unwrap();
     assert_eq!(packs.read(&set, &missing).unwrap(), None);
+}
+
+/// The pack index files under `objects_dir`.
+fn indexes(objects_dir: &Path) -> Vec<gix::odb::pack::index::File> {
+    std::fs::read_dir(objects_dir.join("pack"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "idx"))
+        .map(|p| gix::odb::pack::index::File::at(p, gix::hash::Kind::Sha1).unwrap())
+        .collect()
+}
+
+#[test]
+fn interpolated_index_lookups_agree_with_bisection() {
+    let tmp = TempDir::new("packs-lookup");
+    let dir = tmp.path().join("repo");
+    init_repo(&dir);
+    // 20,000 blobs in one pack: about 78 ids a first byte, enough for interpolation to matter.
+    let mut stream = Vec::new();
+    for n in 0..20_000 {
+        let data = format!("blob number {n}\n");
+        write!(stream, "blob\ndata {}\n{data}\n", data.len()).unwrap();
+    }
+    let mut child = git_command(&dir, &["fast-import", "--quiet"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&stream).unwrap();
+    assert!(child.wait().unwrap().success());
+    let index = indexes(&dir.join(".git/objects")).pop().unwrap();
+    assert_eq!(index.num_objects(), 20_000);
+    let fan = Fan::of(&index);
+    for position in 0..index.num_objects() {
+        let id = index.oid_at_index(position).to_owned();
+        assert_eq!(lookup(&index, &fan, &id), Some(position), "{id}");
+        // Ids next to it (first, middle and last bytes changed) are found where gix finds them.
+        for (byte, change) in [(0, 1u8), (9, 0x80), (19, 1), (19, 0xff)] {
+            let mut near = id;
+            near.as_mut_slice()[byte] ^= change;
+            assert_eq!(lookup(&index, &fan, &near), index.lookup(near), "{near}");
+        }
+    }
+    for id in [[0u8; 20], [0xff; 20]] {
+        let id = ObjectId::from_bytes_or_panic(&id);
+        assert_eq!(lookup(&index, &fan, &id), index.lookup(id));
+    }
 }
 
 #[test]

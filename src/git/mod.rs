@@ -13,6 +13,7 @@ pub mod files;
 pub mod format_patch;
 pub mod log;
 pub mod notes;
+pub mod pack_index;
 pub mod packs;
 pub mod rev;
 pub mod tree;

@@ -13,6 +13,7 @@
 //! through gix.
 
 use super::error::GitError;
+use super::pack_index::{self, Fan};
 use crate::byte_lru::ByteLru;
 use gix::hash::oid;
 use gix::object::Kind;
@@ -44,6 +45,14 @@ type Key = (u32, u64);
 struct Pack {
     serial: u32,
     bundle: pack::Bundle,
+    fan: Fan,
+}
+
+impl Pack {
+    /// The position of `id` in this pack's index, if the pack holds it.
+    fn position(&self, id: &oid) -> Option<u32> {
+        pack_index::lookup(&self.bundle.index, &self.fan, id)
+    }
 }
 
 /// Every pack opened, by index path, and the chain bases and waypoints read from them.
@@ -198,6 +207,7 @@ impl Packs {
         };
         let pack = Arc::new(Pack {
             serial: self.next_serial.fetch_add(1, Ordering::Relaxed),
+            fan: Fan::of(&bundle.index),
             bundle,
         });
         opened.retain(|_, p| p.strong_count() > 0);
@@ -283,12 +293,10 @@ impl Packs {
                 pack::data::entry::Header::OfsDelta { base_distance } => entry
                     .checked_base_pack_offset(base_distance)
                     .ok_or_else(|| GitError::internal_msg("delta base before the pack's start"))?,
-                pack::data::entry::Header::RefDelta { base_id } => {
-                    match pack.bundle.index.lookup(base_id) {
-                        Some(i) => pack.bundle.index.pack_offset_at_index(i),
-                        None => return Ok(None),
-                    }
-                }
+                pack::data::entry::Header::RefDelta { base_id } => match pack.position(&base_id) {
+                    Some(i) => pack.bundle.index.pack_offset_at_index(i),
+                    None => return Ok(None),
+                },
                 header => {
                     let kind = header.as_kind().expect("not a delta");
                     let mut bytes = Vec::new();
@@ -357,9 +365,8 @@ impl PackSet {
     fn find(&self, id: &oid) -> Option<(Arc<Pack>, u64)> {
         let loaded = self.loaded.read().unwrap_or_else(|e| e.into_inner());
         loaded.packs.iter().find_map(|pack| {
-            let index = &pack.bundle.index;
-            let i = index.lookup(id)?;
-            Some((Arc::clone(pack), index.pack_offset_at_index(i)))
+            let i = pack.position(id)?;
+            Some((Arc::clone(pack), pack.bundle.index.pack_offset_at_index(i)))
         })
     }
 }
