@@ -1,29 +1,33 @@
 //! Content codings: what a client accepts (`Accept-Encoding`), which responses are worth
 //! compressing, and in-process compression of the variants the response cache keeps.
 //!
-//! Levels, chosen by `cargo bench --bench compress -- tree.html log.html` on git.git's root
-//! tree page (152,529 bytes) and first log page (13,934 bytes); bytes and median µs for the
-//! tree page, release build, 2 shared cores under load ~8 (times are noisy, ratios hold):
+//! Levels, chosen by `cargo bench --bench compress -- tree.html log.html commit.html` on git.git's
+//! root tree page (152,529 bytes), first log page (13,934) and a commit page (8,347); bytes and
+//! median µs for the tree page, release build, 2 shared cores, 2026-12-04 (gzip is libdeflate's;
+//! the system zlib 1.2.13 took 498 µs for 15,057 bytes at level 3 and 1,716 µs for 12,802 at 6,
+//! measured beside it):
 //!
 //! | level | gzip bytes | gzip µs | br bytes | br µs | zstd bytes | zstd µs |
 //! |---|---|---|---|---|---|---|
-//! | 1 | 15,783 | 927 | 14,932 | 1,107 | 13,676 | 254 |
-//! | 2 | 15,484 | 871 | 14,035 | 1,848 | 13,666 | 209 |
-//! | 3 | 15,057 | 681 | 13,668 | 2,044 | 13,693 | 275 |
-//! | 4 | 13,927 | 1,428 | 13,135 | 3,329 | 13,219 | 1,328 |
-//! | 5 | 13,619 | 1,749 | 12,227 | 2,642 | 13,163 | 927 |
-//! | 6 | 12,802 | 2,747 | 12,181 | 5,212 | 12,659 | 1,632 |
-//! | 7 | 12,750 | 7,180 | 12,100 | 6,500 | 12,549 | 1,598 |
-//! | 9 | 12,570 | 10,996 | 11,973 | 39,196 | 12,438 | 6,804 |
-//! | 11 | | | 10,504 | 678,863 | 12,388 | 5,020 |
-//! | 19 | | | | | 11,902 | 236,232 |
+//! | 1 | 15,068 | 310 | 14,932 | 600 | 13,676 | 110 |
+//! | 2 | 15,052 | 315 | 14,035 | 515 | 13,666 | 121 |
+//! | 3 | 13,780 | 320 | 13,668 | 633 | 13,693 | 136 |
+//! | 4 | 13,682 | 353 | 13,135 | 853 | 13,219 | 522 |
+//! | 5 | 13,345 | 389 | 12,227 | 1,414 | 13,163 | 634 |
+//! | 6 | 12,880 | 622 | 12,181 | 1,657 | 12,659 | 710 |
+//! | 7 | 12,557 | 1,233 | 12,100 | 2,560 | 12,549 | 760 |
+//! | 9 | 12,496 | 4,307 | 11,973 | 14,330 | 12,438 | 1,134 |
+//! | 11 | 12,030 | 38,130 | 10,504 | 197,472 | 12,388 | 2,859 |
+//! | 12 | 12,030 | 50,837 | | | 12,384 | 5,748 |
+//! | 19 | | | | | 11,902 | 115,550 |
 //!
-//! - Uncached responses (a fresh page pays this every time): gzip 3 (zlib's fast deflate; the
-//!   smallest of 1–3 at the same cost), brotli 1 (2 costs +65 % for −6 %, 3–4 twice the
-//!   time), zstd 1 (1–3 are alike). tower-http's defaults were gzip 6, brotli 4, zstd 3.
+//! - Uncached responses (a fresh page pays this every time): gzip 3 (9 % smaller than 1–2 on
+//!   the tree page for the same time; 32 µs for the commit page), brotli 1 (2 costs +65 % for
+//!   −6 %, 3–4 more), zstd 1 (1–3 are alike). tower-http's defaults were gzip 6, brotli 4,
+//!   zstd 3.
 //! - Cached variants (made once, sent to every repeat): gzip 6, brotli 5, zstd 7 — each the
-//!   knee of its curve (−15…18 % bytes against the cheap levels for 2–3 ms on a 150 KB page);
-//!   the next steps cost 2–250× more for ≤ 2 %.
+//!   knee of its curve (7–18 % fewer bytes than the cheap levels for under 1.5 ms on a 150 KB
+//!   page); the next levels save at most 3 % more, the highest 5–14 % for 60–160× the time.
 //! - tower-http still compresses what is not buffered (file bodies) at [`STREAM_LEVEL`].
 
 use bytes::Bytes;
@@ -118,17 +122,18 @@ fn parse_q(text: &str) -> Option<u16> {
         .then(|| (q * 1000.0).round() as u16)
 }
 
-/// `body` compressed with `coding` at `level` (gzip 1–9, brotli 0–11, zstd 1–22).
+/// `body` compressed with `coding` at `level` (gzip 1–12, libdeflate's; brotli 0–11, zstd 1–22).
 pub fn compress_at(coding: Coding, body: &[u8], level: i32) -> Bytes {
     let mut out = Vec::with_capacity(body.len() / 4 + 64);
     match coding {
         Coding::Identity => return Bytes::copy_from_slice(body),
         Coding::Gzip => {
-            let level = flate2::Compression::new(level.clamp(0, 9) as u32);
-            let mut encoder = flate2::write::GzEncoder::new(out, level);
-            // Writing to a Vec cannot fail.
-            let _ = encoder.write_all(body);
-            out = encoder.finish().unwrap_or_default();
+            let level = libdeflater::CompressionLvl::new(level.clamp(1, 12)).unwrap_or_default();
+            let mut compressor = libdeflater::Compressor::new(level);
+            out.resize(compressor.gzip_compress_bound(body.len()), 0);
+            // The bound fits any input, so this cannot run out of space.
+            let len = compressor.gzip_compress(body, &mut out).unwrap_or(0);
+            out.truncate(len);
         }
         Coding::Brotli => {
             let quality = level.clamp(0, 11) as u32;
