@@ -127,13 +127,21 @@ for p in "summary /git/" "commit /git/commit/?id=$SMALL" "log /git/log/" "plain 
     printf '| %-22s | %10s | %10s | %7s |\n' "$1" "$c" "$d" "$(ratio "$d" "$c")"
 done
 g rev-list -n "$CRAWL" HEAD > "$STATE/ids.txt"
+# rps runs two wrk threads: one asks for the even places of the list, the other the odd ones,
+# so that no id is asked for twice (before 2026-12-04 both walked the whole list, and each id
+# came twice, the second often joined to the first's render or answered from the cache).
 cat > "$STATE/crawl.lua" <<LUA
+local threads = 0
+function setup(thread)
+  thread:set("tid", threads)
+  threads = threads + 1
+end
 local ids = {}
 for line in io.lines("$STATE/ids.txt") do ids[#ids + 1] = line end
-local i = 0
+local n = -1
 request = function()
-  i = i % #ids + 1
-  return wrk.format("GET", "/git/commit/?id=" .. ids[i])
+  n = n + 1
+  return wrk.format("GET", "/git/commit/?id=" .. ids[(2 * n + tid) % #ids + 1])
 end
 LUA
 c=$(rps -s "$STATE/crawl.lua" "http://127.0.0.1:$CGIT_PORT/"); d=$(rps -s "$STATE/crawl.lua" "http://127.0.0.1:$CGITD_PORT/")
