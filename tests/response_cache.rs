@@ -1,7 +1,8 @@
 //! The response cache on a real server: repeats are answered from it (metrics) with the same
 //! bytes and headers, a push shows on the next request after the freshness window, compressed
-//! variants decode to the same bytes, HEAD gets headers only, 304s come from it too, and pages
-//! it must not keep (errors) are rendered every time.
+//! variants decode to the same bytes (made cheaply at first, at the stored level once
+//! repeated), HEAD gets headers only, 304s come from it too, and pages it must not keep
+//! (errors) are rendered every time.
 
 mod common;
 
@@ -213,6 +214,57 @@ fn compressed_variants_decode_to_the_same_bytes() {
     // Several codings accepted: the same choice as for an uncached response (zstd, then br).
     let r = server.request("GET", "/r/tree/", &[("Accept-Encoding", "gzip, br")]);
     assert_eq!(r.header("content-encoding"), Some("br"));
+}
+
+#[test]
+fn a_kept_page_is_compressed_cheaply_first_and_at_the_stored_level_once_repeated() {
+    let (dir, rc, work) = site("rc-effort");
+    // Varied lines, so that the two levels' outputs differ.
+    let lines: String = (0..3000)
+        .map(|i| format!("line {i}: {}\n", i * 7919 % 10007))
+        .collect();
+    write(&work, "varied.txt", lines);
+    commit_all(&work, "varied file", "2024-02-01T00:00:00+00:00");
+    let served = dir.path().join("served.git");
+    git(&work, &["push", "-q", served.to_str().unwrap(), "main"]);
+    let server = Server::start(&rc);
+    let url = "/r/tree/varied.txt";
+    let gzip = [("Accept-Encoding", "gzip")];
+    // Asked for until kept (from its second render, or its first if that was slow).
+    let hits_before = hits(&server);
+    let mut kept = server.request("GET", url, &gzip);
+    for _ in 0..3 {
+        if hits(&server) > hits_before {
+            break;
+        }
+        kept = server.request("GET", url, &gzip);
+    }
+    assert!(hits(&server) > hits_before, "the page is kept");
+    let plain = server.get(url);
+    assert_eq!(decode("gzip", &kept.body), plain.body);
+    let stored = (0..60).find_map(|_| {
+        let r = server.request("GET", url, &gzip);
+        if r.body != kept.body {
+            return Some(r);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        None
+    });
+    let stored = stored.expect("a repeat gets the variant made at the stored level");
+    assert_eq!(stored.header("content-encoding"), Some("gzip"));
+    assert_eq!(decode("gzip", &stored.body), plain.body);
+    assert!(
+        stored.body.len() < kept.body.len(),
+        "stored {} bytes, cheap {}",
+        stored.body.len(),
+        kept.body.len()
+    );
+    let without_length = |r: &Response| {
+        let mut h = stable_headers(r);
+        h.retain(|(n, _)| n != "content-length");
+        h
+    };
+    assert_eq!(without_length(&stored), without_length(&kept));
 }
 
 #[test]

@@ -25,9 +25,10 @@
 //!   the tree page for the same time; 32 µs for the commit page), brotli 1 (2 costs +65 % for
 //!   −6 %, 3–4 more), zstd 1 (1–3 are alike). tower-http's defaults were gzip 6, brotli 4,
 //!   zstd 3.
-//! - Cached variants (made once, sent to every repeat): gzip 6, brotli 5, zstd 7 — each the
-//!   knee of its curve (7–18 % fewer bytes than the cheap levels for under 1.5 ms on a 150 KB
-//!   page); the next levels save at most 3 % more, the highest 5–14 % for 60–160× the time.
+//! - Cached variants (the first answer keeps a cheap one; the first repeat has it remade in
+//!   the background, sent to every repeat after): gzip 6, brotli 5, zstd 7 — each the knee of
+//!   its curve (7–18 % fewer bytes than the cheap levels for under 1.5 ms on a 150 KB page);
+//!   the next levels save at most 3 % more, the highest 5–14 % for 60–160× the time.
 //! - tower-http still compresses what is not buffered (file bodies) at [`STREAM_LEVEL`].
 
 use bytes::Bytes;
@@ -39,6 +40,14 @@ pub const STREAM_LEVEL: i32 = 1;
 pub const CHEAP: (i32, i32, i32) = (3, 1, 1);
 /// Levels of the variants the response cache keeps: (gzip, brotli, zstd).
 pub const STORED: (i32, i32, i32) = (6, 5, 7);
+
+/// How hard a body is compressed: cheaply when it may be sent once (an uncached page, or a
+/// kept page's first answer), at the stored levels when it is kept for repeats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effort {
+    Cheap,
+    Stored,
+}
 
 /// A content coding of a response body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -94,14 +103,13 @@ impl Coding {
         best.1
     }
 
-    /// `body` in this coding at the level for kept variants.
-    pub fn compress(self, body: &Bytes) -> Bytes {
-        compress_at(self, body, self.level(STORED))
-    }
-
-    /// `body` in this coding at the level for responses sent once.
-    pub fn compress_cheaply(self, body: &Bytes) -> Bytes {
-        compress_at(self, body, self.level(CHEAP))
+    /// `body` in this coding at the level for `effort`.
+    pub fn compress(self, body: &[u8], effort: Effort) -> Bytes {
+        let levels = match effort {
+            Effort::Cheap => CHEAP,
+            Effort::Stored => STORED,
+        };
+        compress_at(self, body, self.level(levels))
     }
 
     fn level(self, (gzip, brotli, zstd): (i32, i32, i32)) -> i32 {
@@ -188,19 +196,19 @@ mod tests {
     #[test]
     fn variants_decode_to_the_original() {
         let body = Bytes::from("<tr><td>some html</td></tr>\n".repeat(500));
-        let gz = Coding::Gzip.compress(&body);
+        let gz = Coding::Gzip.compress(&body, Effort::Stored);
         let mut out = Vec::new();
         flate2::read::GzDecoder::new(&gz[..])
             .read_to_end(&mut out)
             .unwrap();
         assert_eq!(out, body);
-        let br = Coding::Brotli.compress(&body);
+        let br = Coding::Brotli.compress(&body, Effort::Stored);
         let mut out = Vec::new();
         brotli::Decompressor::new(&br[..], 4096)
             .read_to_end(&mut out)
             .unwrap();
         assert_eq!(out, body);
-        let zs = Coding::Zstd.compress(&body);
+        let zs = Coding::Zstd.compress(&body, Effort::Stored);
         assert_eq!(zstd::decode_all(&zs[..]).unwrap(), body);
         assert!(gz.len() < body.len() / 10);
     }

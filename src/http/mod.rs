@@ -21,7 +21,7 @@ use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use compress::Coding;
+use compress::{Coding, Effort};
 use response_cache::{Entry, Key, ResponseCache};
 use scheduler::{Done, Limits, Scheduler, Shed, ShedReason};
 use single_flight::SingleFlight;
@@ -353,20 +353,37 @@ impl Answer {
 
 impl App {
     /// The cached response for `key`; a compressed variant not kept yet is made from the
-    /// cached uncompressed response (off the async threads) and kept.
-    async fn cached(&self, key: &Key) -> Option<Arc<Entry>> {
+    /// cached uncompressed response (off the async threads) and kept. A repeat that finds the
+    /// cheap variant made with the page's first answer has it remade at the stored level, in
+    /// the background.
+    async fn cached(self: &Arc<Self>, key: &Key) -> Option<Arc<Entry>> {
         if let Some(entry) = self.responses.get(key) {
+            if entry.claim_recompression() {
+                self.recompress_later(key.clone());
+            }
             return Some(entry);
         }
         if key.coding() == Coding::Identity {
             return None;
         }
         let plain = self.responses.get(&key.with_coding(Coding::Identity))?;
-        Some(self.keep_variant(key.clone(), plain).await)
+        Some(self.keep_variant(key.clone(), plain, Effort::Stored).await)
+    }
+
+    /// Replaces the cheap variant under `key` with one at the stored level, without holding up
+    /// the answer that found it (unless the uncompressed page has left the cache since).
+    fn recompress_later(self: &Arc<Self>, key: Key) {
+        let app = Arc::clone(self);
+        tokio::spawn(async move {
+            if let Some(plain) = app.responses.get(&key.with_coding(Coding::Identity)) {
+                app.keep_variant(key, plain, Effort::Stored).await;
+            }
+        });
     }
 
     /// Keeps a rendered page's entry under the uncompressed key and, when `key` asks for a
-    /// coding, its compressed variant too; returns what answers this request.
+    /// coding, its compressed variant too (cheaply: a crawler's page is not asked for again);
+    /// returns what answers this request.
     async fn keep(&self, key: Key, entry: Entry) -> Arc<Entry> {
         let plain = Arc::new(entry);
         let coding = key.coding();
@@ -375,19 +392,25 @@ impl App {
         if coding == Coding::Identity {
             return plain;
         }
-        self.keep_variant(key, plain).await
+        self.keep_variant(key, plain, Effort::Cheap).await
     }
 
-    /// Compresses `plain` for `key`'s coding (when its type is worth it) and keeps it.
-    async fn keep_variant(&self, key: Key, plain: Arc<Entry>) -> Arc<Entry> {
+    /// Compresses `plain` for `key`'s coding at `effort` (when its type is worth it) and keeps
+    /// it.
+    async fn keep_variant(&self, key: Key, plain: Arc<Entry>, effort: Effort) -> Arc<Entry> {
         if !compress::compressible(&plain.content_type, plain.body.len()) {
             return plain;
         }
         let coding = key.coding();
-        let source = Arc::clone(&plain);
-        let Ok(variant) = tokio::task::spawn_blocking(move || source.compressed(coding)).await
-        else {
-            return plain;
+        let variant = if effort == Effort::Cheap && plain.body.len() <= INLINE_COMPRESSION {
+            plain.compressed(coding, effort)
+        } else {
+            let source = Arc::clone(&plain);
+            let compressing = move || source.compressed(coding, effort);
+            let Ok(variant) = tokio::task::spawn_blocking(compressing).await else {
+                return plain;
+            };
+            variant
         };
         let variant = Arc::new(variant);
         self.responses.put(key, Arc::clone(&variant));
@@ -435,10 +458,10 @@ async fn compress_once(mut page: pages::Response, coding: Coding) -> pages::Resp
     }
     let body = body.clone();
     let compressed = if body.len() <= INLINE_COMPRESSION {
-        coding.compress_cheaply(&body)
+        coding.compress(&body, Effort::Cheap)
     } else {
         let Ok(compressed) =
-            tokio::task::spawn_blocking(move || coding.compress_cheaply(&body)).await
+            tokio::task::spawn_blocking(move || coding.compress(&body, Effort::Cheap)).await
         else {
             return page;
         };

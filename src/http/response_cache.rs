@@ -18,9 +18,12 @@
 //! cgit's own cache would keep them); the index, which has no ref version, at most
 //! [`INDEX_FRESHNESS`].
 //!
+//! A compressed variant made with a page's first answer is made at the cheap level (a crawler
+//! asks once); the first repeat has it remade at the stored level in the background.
+//!
 //! Bounded in bytes (bodies, headers and keys); one entry is at most a sixteenth of the budget.
 
-use super::compress::Coding;
+use super::compress::{Coding, Effort};
 use crate::byte_lru::ByteLru;
 use crate::cache::Admission;
 use crate::pages::parts::validators;
@@ -30,6 +33,7 @@ use bytes::Bytes;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use std::hash::Hash;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -152,6 +156,9 @@ pub struct Entry {
     pub cache_control: Option<String>,
     born: Instant,
     lifetime: Duration,
+    /// Set on a variant compressed cheaply (made with a page's first answer, which may be its
+    /// only one) until a repeat claims it to make the variant at the stored level.
+    cheap: AtomicBool,
 }
 
 impl Entry {
@@ -203,12 +210,13 @@ impl Entry {
             cache_control,
             born: Instant::now(),
             lifetime,
+            cheap: AtomicBool::new(false),
         })
     }
 
-    /// This response's body in `coding`, with `Content-Encoding` and `Vary` (born with this
-    /// entry, so it expires with it).
-    pub fn compressed(&self, coding: Coding) -> Entry {
+    /// This response's body in `coding` at `effort`, with `Content-Encoding` and `Vary` (born
+    /// with this entry, so it expires with it).
+    pub fn compressed(&self, coding: Coding, effort: Effort) -> Entry {
         let mut headers = self.headers.clone();
         headers.insert(
             header::CONTENT_ENCODING,
@@ -217,13 +225,20 @@ impl Entry {
         headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
         Entry {
             headers,
-            body: coding.compress(&self.body),
+            body: coding.compress(&self.body, effort),
             content_type: self.content_type.clone(),
             etag: self.etag.clone(),
             cache_control: self.cache_control.clone(),
             born: self.born,
             lifetime: self.lifetime,
+            cheap: AtomicBool::new(effort == Effort::Cheap),
         }
+    }
+
+    /// Whether this is a cheaply compressed variant that no repeat has claimed yet: true for
+    /// one caller only, which is to replace it with the variant at the stored level.
+    pub fn claim_recompression(&self) -> bool {
+        self.cheap.swap(false, Ordering::Relaxed)
     }
 
     fn fresh(&self) -> bool {
