@@ -4,7 +4,7 @@
 //! repository and no branch, and its links are relative to `<repo>/<page>/<path>`, so the same
 //! bytes are right for every page and every fork that shows these commits (DESIGN.md §4).
 
-use super::html::escape;
+use super::html::{escape, escape_into};
 use super::links::{escape_arg, escape_path};
 use crate::git::diff::{
     self, Content, DiffOptions, FileDiff, Hunk, Limits, LineKind, Status, TreeDiff,
@@ -413,7 +413,13 @@ impl Body {
                             LineKind::Add => ("add", '+'),
                             LineKind::Del => ("del", '-'),
                         };
-                        let _ = write!(out, "<div class='{class}'>{sign}{}</div>", text(&l.text));
+                        // Escaped straight into the page: a page may have thousands of lines.
+                        out.push_str("<div class='");
+                        out.push_str(class);
+                        out.push_str("'>");
+                        out.push(sign);
+                        escape_into(out, &l.text.to_str_lossy());
+                        out.push_str("</div>");
                         if l.no_newline {
                             out.push_str("<div class='ctx'>\\ No newline at end of file</div>");
                         }
