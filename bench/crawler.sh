@@ -16,7 +16,8 @@
 # env:   DUR=20, CONNS=32, URLS=200000, ONLY=cgit|cgitd, CGITD=path (binary to use instead of
 #        building target/release/cgitd), CGIT_PORT=8381, CGITD_PORT=8382, STATE=/tmp/cgitd-crawl,
 #        EXTRA_RC (cgitrc lines for cgitd, e.g. 'access-log=1' to find the URLs of odd answers
-#        in $STATE/cgitd.out)
+#        in $STATE/cgitd.out), AE (an Accept-Encoding for every request, e.g. AE='gzip,
+#        deflate, br' as Googlebot sends it; default none)
 # Only 127.0.0.1 is ever contacted; every load run is bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -119,7 +120,8 @@ crawl() {
     local rss=$!
     python3 bench/stalls.py "$DUR" > "$STATE/$name.stalls" &
     local stalls=$!
-    wrk -t1 -c"$CONNS" -d"${DUR}s" --timeout 10s -s "$STATE/crawl.lua" "http://127.0.0.1:$port" > "$STATE/$name.wrk" 2>&1 || true
+    wrk -t1 -c"$CONNS" -d"${DUR}s" --timeout 10s ${AE:+-H "Accept-Encoding: $AE"} -s "$STATE/crawl.lua" \
+        "http://127.0.0.1:$port" > "$STATE/$name.wrk" 2>&1 || true
     grep -E "pages/s|as timed" "$STATE/$name.wrk"
     wait "$rss" || true
     cat "$STATE/$name.rss"
@@ -127,7 +129,7 @@ crawl() {
     cat "$STATE/$name.stalls"
 }
 
-echo "repository: $REPO ($(wc -l < "$STATE/commits.txt") commits); $(wc -l < "$STATE/urls.txt") distinct URLs"
+echo "repository: $REPO ($(wc -l < "$STATE/commits.txt") commits); $(wc -l < "$STATE/urls.txt") distinct URLs; Accept-Encoding: ${AE:-(none)}"
 if [ -n "$CGIT_PID" ]; then
     crawl cgit "$CGIT_PORT" "$CGIT_PID"
     wait_for_cgi
