@@ -1,30 +1,30 @@
 //! Content codings: what a client accepts (`Accept-Encoding`), which responses are worth
 //! compressing, and in-process compression of the variants the response cache keeps.
 //!
-//! Levels, chosen by `cargo bench --bench compress -- tree.html log.html commit.html` on git.git's
-//! root tree page (152,529 bytes), first log page (13,934) and a commit page (8,347); bytes and
-//! median µs for the tree page, release build, 2 shared cores, 2026-12-04 (gzip is libdeflate's;
-//! the system zlib 1.2.13 took 498 µs for 15,057 bytes at level 3 and 1,716 µs for 12,802 at 6,
-//! measured beside it):
+//! Levels, chosen by `cargo bench --bench compress -- tree.html commit.html` on git.git's root
+//! tree page (152,529 bytes) and a commit page (38,969), bytes and median µs, release build,
+//! 2 shared cores, 2026-12-05 (gzip is libdeflate's; the system zlib 1.2.13 took 498 µs for
+//! 15,057 bytes at level 3 and 1,716 µs for 12,802 at 6 on the tree page, 2026-12-04):
 //!
-//! | level | gzip bytes | gzip µs | br bytes | br µs | zstd bytes | zstd µs |
-//! |---|---|---|---|---|---|---|
-//! | 1 | 15,068 | 310 | 14,932 | 600 | 13,676 | 110 |
-//! | 2 | 15,052 | 315 | 14,035 | 515 | 13,666 | 121 |
-//! | 3 | 13,780 | 320 | 13,668 | 633 | 13,693 | 136 |
-//! | 4 | 13,682 | 353 | 13,135 | 853 | 13,219 | 522 |
-//! | 5 | 13,345 | 389 | 12,227 | 1,414 | 13,163 | 634 |
-//! | 6 | 12,880 | 622 | 12,181 | 1,657 | 12,659 | 710 |
-//! | 7 | 12,557 | 1,233 | 12,100 | 2,560 | 12,549 | 760 |
-//! | 9 | 12,496 | 4,307 | 11,973 | 14,330 | 12,438 | 1,134 |
-//! | 11 | 12,030 | 38,130 | 10,504 | 197,472 | 12,388 | 2,859 |
-//! | 12 | 12,030 | 50,837 | | | 12,384 | 5,748 |
-//! | 19 | | | | | 11,902 | 115,550 |
+//! | level | tree: gzip bytes | µs | br bytes | µs | zstd bytes | µs | commit: gzip bytes | µs | br bytes | µs | zstd bytes | µs |
+//! |---|---|---|---|---|---|---|---|---|---|---|---|---|
+//! | 1 | 15,068 | 330 | 14,932 | 570 | 13,676 | 111 | 7,621 | 63 | 8,239 | 110 | 7,960 | 54 |
+//! | 2 | 15,052 | 316 | 14,035 | 505 | 13,666 | 123 | 7,513 | 100 | 7,670 | 246 | 7,992 | 60 |
+//! | 3 | 13,780 | 321 | 13,668 | 609 | 13,693 | 135 | 7,356 | 108 | 7,441 | 263 | 7,555 | 69 |
+//! | 4 | 13,682 | 356 | 13,135 | 824 | 13,219 | 516 | 7,069 | 117 | 7,079 | 261 | 7,537 | 80 |
+//! | 5 | 13,345 | 388 | 12,227 | 1,359 | 13,163 | 612 | 7,011 | 128 | 6,478 | 460 | 7,010 | 172 |
+//! | 6 | 12,880 | 624 | 12,181 | 1,577 | 12,659 | 694 | 6,886 | 159 | 6,427 | 521 | 6,906 | 208 |
+//! | 7 | 12,557 | 1,252 | 12,100 | 2,177 | 12,549 | 761 | 6,850 | 228 | 6,386 | 718 | 6,890 | 237 |
+//! | 9 | 12,496 | 4,363 | 11,973 | 11,641 | 12,438 | 1,125 | 6,816 | 524 | 6,369 | 8,221 | 6,757 | 351 |
+//! | 11 | 12,030 | 37,598 | 10,504 | 194,628 | 12,388 | 2,823 | 6,600 | 5,345 | 5,880 | 40,127 | 6,701 | 889 |
 //!
-//! - Uncached responses (a fresh page pays this every time): gzip 3 (9 % smaller than 1–2 on
-//!   the tree page for the same time; 32 µs for the commit page), brotli 1 (2 costs +65 % for
-//!   −6 %, 3–4 more), zstd 1 (1–3 are alike). tower-http's defaults were gzip 6, brotli 4,
-//!   zstd 3.
+//! - Uncached responses (a fresh page pays this every time): gzip 1 (on the commit page 40 %
+//!   less time than 3 for 4 % more bytes; on the tree page this bench times 1–3 alike),
+//!   brotli 1
+//!   (2 costs +65 % for −6 %), zstd 1 (1–3 are alike). Measured whole: a 12 s crawl
+//!   (`bench/crawler.sh`, Googlebot's `Accept-Encoding: gzip, deflate, br`, which gets gzip)
+//!   made 2,884–2,963 pages a second with gzip 1 against 2,788–2,812 with gzip 3 (alternated),
+//!   4.5 % more bytes a page. tower-http's defaults were gzip 6, brotli 4, zstd 3.
 //! - Cached variants (the first answer keeps a cheap one; the first repeat has it remade in
 //!   the background, sent to every repeat after): gzip 6, brotli 5, zstd 7 — each the knee of
 //!   its curve (7–18 % fewer bytes than the cheap levels for under 1.5 ms on a 150 KB page);
@@ -37,7 +37,7 @@ use std::io::Write;
 /// The quality tower-http compresses file bodies with (every algorithm).
 pub const STREAM_LEVEL: i32 = 1;
 /// Levels of uncached buffered responses: (gzip, brotli, zstd).
-pub const CHEAP: (i32, i32, i32) = (3, 1, 1);
+pub const CHEAP: (i32, i32, i32) = (1, 1, 1);
 /// Levels of the variants the response cache keeps: (gzip, brotli, zstd).
 pub const STORED: (i32, i32, i32) = (6, 5, 7);
 
@@ -70,8 +70,8 @@ impl Coding {
     }
 
     /// The coding to answer with: the accepted one with the highest q-value, ties going to
-    /// zstd, then brotli, then gzip (tower-http's order, so cached and uncached responses to
-    /// one request agree). Identity when nothing we compress with is accepted.
+    /// the cheapest to make (zstd, then gzip, then brotli; see [`Coding::rank`]). Identity
+    /// when nothing we compress with is accepted.
     pub fn negotiate(accept_encoding: Option<&str>) -> Coding {
         let Some(header) = accept_encoding else {
             return Coding::Identity;
@@ -96,11 +96,25 @@ impl Coding {
                 })
                 .map_or(Some(1000), parse_q);
             let Some(q) = q else { continue };
-            if q > 0 && (q, coding) > best {
+            if q > 0 && (q, coding.rank()) > (best.0, best.1.rank()) {
                 best = (q, coding);
             }
         }
         best.1
+    }
+
+    /// Preference among accepted codings of equal q-value: the cheaper to make, the higher.
+    /// Most pages are sent once (a crawler's): on the tree page brotli 1 takes about twice
+    /// gzip 3's time for 8 % more bytes, and a crawl with Googlebot's `gzip, deflate, br`
+    /// made 2,228 pages a second with brotli against 3,427 uncompressed. Kept variants pay
+    /// for it: gzip 6 is 5 % larger than brotli 5 (browsers that accept zstd get zstd).
+    fn rank(self) -> u8 {
+        match self {
+            Coding::Identity => 0,
+            Coding::Brotli => 1,
+            Coding::Gzip => 2,
+            Coding::Zstd => 3,
+        }
     }
 
     /// `body` in this coding at the level for `effort`.
@@ -176,10 +190,12 @@ mod tests {
     use std::io::Read;
 
     #[test]
-    fn negotiation_follows_q_values_then_tower_http_order() {
+    fn negotiation_follows_q_values_then_cost() {
         assert_eq!(Coding::negotiate(None), Coding::Identity);
         assert_eq!(Coding::negotiate(Some("gzip")), Coding::Gzip);
-        assert_eq!(Coding::negotiate(Some("gzip, br")), Coding::Brotli);
+        assert_eq!(Coding::negotiate(Some("gzip, br")), Coding::Gzip);
+        assert_eq!(Coding::negotiate(Some("br")), Coding::Brotli);
+        assert_eq!(Coding::negotiate(Some("br, gzip;q=0.9")), Coding::Brotli);
         assert_eq!(
             Coding::negotiate(Some("gzip, deflate, br, zstd")),
             Coding::Zstd
