@@ -4,6 +4,7 @@
 mod auth;
 mod client;
 pub mod compress;
+mod embedded;
 mod metrics;
 mod range;
 pub mod response_cache;
@@ -166,7 +167,9 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         return (StatusCode::METHOD_NOT_ALLOWED, "Method not allowed\n").into_response();
     }
     let uri = request.uri();
-    if let Some(response) = static_file(&site, uri.path()) {
+    let accept_encoding = request.headers().get(header::ACCEPT_ENCODING);
+    let coding = Coding::negotiate(accept_encoding.and_then(|h| h.to_str().ok()));
+    if let Some(response) = embedded::serve(&site, uri.path(), coding) {
         return response;
     }
     if let Some(page) = static_dir::serve(&site, uri.path()) {
@@ -220,7 +223,6 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         if_none_match: req.if_none_match.clone(),
         started,
     };
-    let coding = Coding::negotiate(header_text(header::ACCEPT_ENCODING));
     // A byte range is cut from the whole response, which the response cache does not hold.
     let range = header_text(header::RANGE);
     let ranged = range::accepts_ranges(page_kind);
@@ -602,35 +604,6 @@ pub fn to_http(page: pages::Response, hold: impl Send + 'static) -> Response {
         }
     }
     response
-}
-
-/// The stylesheet, logo, favicon and robots.txt shipped in the binary, under the virtual root;
-/// the first three also at `/`, where cgit's defaults (`css=/cgit.css`, …) link them whatever
-/// the virtual root.
-fn static_file(site: &Site, path: &str) -> Option<Response> {
-    let rel = path
-        .strip_prefix(site.config.globals.virtual_root.as_str())
-        .or_else(|| {
-            let rel = path.strip_prefix('/')?;
-            ["cgit.css", "cgit.png", "favicon.ico"]
-                .contains(&rel)
-                .then_some(rel)
-        })?;
-    let (body, content_type): (&'static [u8], &str) = match rel {
-        "cgit.css" => (include_bytes!("../../static/cgit.css"), "text/css"),
-        "cgit.png" => (include_bytes!("../../static/cgit.png"), "image/png"),
-        "favicon.ico" => (include_bytes!("../../static/favicon.ico"), "image/x-icon"),
-        "robots.txt" => (include_bytes!("../../static/robots.txt"), "text/plain"),
-        _ => return None,
-    };
-    let mut response = Response::new(Body::from(body));
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    headers.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=86400"),
-    );
-    Some(response)
 }
 
 /// The async runtime: half the cores for HTTP (at least one), as git work runs on the
