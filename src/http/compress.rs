@@ -32,6 +32,7 @@
 //! - tower-http still compresses what is not buffered (file bodies) at [`STREAM_LEVEL`].
 
 use bytes::Bytes;
+use std::cell::RefCell;
 use std::io::Write;
 
 /// The quality tower-http compresses file bodies with (every algorithm).
@@ -145,30 +146,65 @@ fn parse_q(text: &str) -> Option<u16> {
         .then(|| (q * 1000.0).round() as u16)
 }
 
+/// Scratch space a thread keeps for compressing into, up to this many bytes.
+const SCRATCH_KEPT: usize = 1 << 20;
+
+thread_local! {
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
 /// `body` compressed with `coding` at `level` (gzip 1–12, libdeflate's; brotli 0–11, zstd 1–22).
+///
+/// The output is made in the thread's scratch space, sized for any input, and copied out at
+/// its own length: a compressed variant kept by the response cache holds its bytes, not an
+/// allocation as large as the page (a `Bytes` made from a `Vec` keeps the `Vec`'s capacity).
 pub fn compress_at(coding: Coding, body: &[u8], level: i32) -> Bytes {
-    let mut out = Vec::with_capacity(body.len() / 4 + 64);
+    SCRATCH.with_borrow_mut(|scratch| {
+        let len = compress_into(scratch, coding, body, level);
+        let out = Bytes::copy_from_slice(&scratch[..len]);
+        if scratch.capacity() > SCRATCH_KEPT {
+            *scratch = Vec::new();
+        }
+        out
+    })
+}
+
+/// Compresses `body` into `out` (whose bytes before are of no use); returns the length.
+fn compress_into(out: &mut Vec<u8>, coding: Coding, body: &[u8], level: i32) -> usize {
     match coding {
-        Coding::Identity => return Bytes::copy_from_slice(body),
+        Coding::Identity => {
+            out.clear();
+            out.extend_from_slice(body);
+        }
         Coding::Gzip => {
             let level = libdeflater::CompressionLvl::new(level.clamp(1, 12)).unwrap_or_default();
             let mut compressor = libdeflater::Compressor::new(level);
-            out.resize(compressor.gzip_compress_bound(body.len()), 0);
+            let bound = compressor.gzip_compress_bound(body.len());
+            if out.len() < bound {
+                out.resize(bound, 0);
+            }
             // The bound fits any input, so this cannot run out of space.
-            let len = compressor.gzip_compress(body, &mut out).unwrap_or(0);
-            out.truncate(len);
+            return compressor.gzip_compress(body, out).unwrap_or(0);
         }
         Coding::Brotli => {
+            out.clear();
             let quality = level.clamp(0, 11) as u32;
-            let mut encoder = brotli::CompressorWriter::new(&mut out, 16 << 10, quality, 22);
+            let mut encoder = brotli::CompressorWriter::new(&mut *out, 16 << 10, quality, 22);
             let _ = encoder.write_all(body);
             drop(encoder);
         }
         Coding::Zstd => {
-            out = zstd::bulk::compress(body, level).unwrap_or_default();
+            out.clear();
+            // Into the vector's spare capacity, which bounds the output.
+            out.reserve(zstd::zstd_safe::compress_bound(body.len()));
+            let compressed = zstd::bulk::Compressor::new(level)
+                .and_then(|mut zstd| zstd.compress_to_buffer(body, &mut *out));
+            if compressed.is_err() {
+                out.clear();
+            }
         }
     }
-    Bytes::from(out)
+    out.len()
 }
 
 /// Whether a response of this type and length is worth compressing: tower-http's default
@@ -228,6 +264,41 @@ mod tests {
         let zs = Coding::Zstd.compress(&body, Effort::Stored);
         assert_eq!(zstd::decode_all(&zs[..]).unwrap(), body);
         assert!(gz.len() < body.len() / 10);
+    }
+
+    #[test]
+    fn a_variant_holds_its_own_bytes_and_nothing_of_the_one_before() {
+        let large = Bytes::from("<tr><td>a large page</td></tr>\n".repeat(20_000));
+        let small = Bytes::from("<p>a small one, made after it</p>\n".repeat(40));
+        for coding in [Coding::Gzip, Coding::Brotli, Coding::Zstd] {
+            for effort in [Effort::Cheap, Effort::Stored] {
+                let _ = coding.compress(&large, effort);
+                let variant = coding.compress(&small, effort);
+                let len = variant.len();
+                let decoded = match coding {
+                    Coding::Gzip => {
+                        let mut out = Vec::new();
+                        flate2::read::GzDecoder::new(&variant[..])
+                            .read_to_end(&mut out)
+                            .unwrap();
+                        out
+                    }
+                    Coding::Brotli => {
+                        let mut out = Vec::new();
+                        brotli::Decompressor::new(&variant[..], 4096)
+                            .read_to_end(&mut out)
+                            .unwrap();
+                        out
+                    }
+                    _ => zstd::decode_all(&variant[..]).unwrap(),
+                };
+                assert_eq!(decoded, small, "{coding:?} {effort:?}");
+                // Not an allocation sized for the page: what the response cache counts is
+                // what it holds.
+                let allocated = variant.try_into_mut().unwrap().capacity();
+                assert_eq!(allocated, len, "{coding:?} {effort:?}");
+            }
+        }
     }
 
     #[test]
