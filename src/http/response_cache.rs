@@ -204,7 +204,10 @@ impl Entry {
         }
         Some(Entry {
             headers,
-            body: body.clone(),
+            // A copy at the body's length: the rendered buffer was sized for an estimate and
+            // grows by doubling, so it may be far larger than the page, and the cache counts
+            // the page's bytes.
+            body: Bytes::copy_from_slice(body),
             content_type: page.content_type.clone(),
             etag: header("ETag"),
             cache_control,
@@ -378,6 +381,21 @@ mod tests {
             esi: false,
             coding: Coding::Identity,
         }
+    }
+
+    #[test]
+    fn a_kept_body_holds_the_page_not_its_render_buffer() {
+        let mut buffer = String::with_capacity(256 << 10);
+        buffer.push_str("<p>a small page</p>");
+        let mut rendered = pages::Response::html(buffer);
+        rendered
+            .headers
+            .push(("Cache-Control", "public, max-age=300".to_string()));
+        let entry = Entry::from_page(&rendered, false).unwrap();
+        drop(rendered);
+        let body = entry.body.clone();
+        drop(entry);
+        assert_eq!(body.try_into_mut().unwrap().capacity(), 19);
     }
 
     #[test]
