@@ -332,14 +332,14 @@ impl Packs {
             kept = None;
             let level = applied + 1;
             if level < chain.len() && level % WAYPOINT == 0 {
-                let waypoint = Arc::new(std::mem::take(&mut result));
+                let waypoint = Arc::new(fitted(std::mem::take(&mut result)));
                 self.keep((pack.serial, delta.data_offset), kind, &waypoint);
                 kept = Some(waypoint);
             }
         }
         scratch.chain = chain;
         scratch.work = other;
-        let result = Arc::new(result);
+        let result = Arc::new(fitted(result));
         scratch.remember(top, kind, &result);
         Ok(Some((kind, result)))
     }
@@ -377,6 +377,16 @@ impl Scratch {
             self.recent.put(key, (kind, Arc::clone(bytes)));
         }
     }
+}
+
+/// `bytes` in an allocation near its length. A result is made in whichever of the thread's
+/// two buffers the chain ended in, which may have held a far larger object before, and kept
+/// results are counted by their length.
+fn fitted(mut bytes: Vec<u8>) -> Vec<u8> {
+    if bytes.capacity() > bytes.len() + bytes.len() / 4 {
+        bytes.shrink_to_fit();
+    }
+    bytes
 }
 
 fn modified(dir: &Path) -> Option<SystemTime> {
