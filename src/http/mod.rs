@@ -23,6 +23,7 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt;
+use bytes::Bytes;
 use compress::{Coding, Effort};
 use response_cache::{Entry, Key, ResponseCache};
 use scheduler::{Done, Limits, Scheduler, Shed, ShedReason};
@@ -415,17 +416,10 @@ impl App {
             return plain;
         }
         let coding = key.coding();
-        let variant = if effort == Effort::Cheap && plain.body.len() <= INLINE_COMPRESSION {
-            plain.compressed(coding, effort)
-        } else {
-            let source = Arc::clone(&plain);
-            let compressing = move || source.compressed(coding, effort);
-            let Ok(variant) = tokio::task::spawn_blocking(compressing).await else {
-                return plain;
-            };
-            variant
+        let Some(body) = compress_body(plain.body.clone(), coding, effort).await else {
+            return plain;
         };
-        let variant = Arc::new(variant);
+        let variant = Arc::new(plain.variant(coding, body, effort));
         self.responses.put(key, Arc::clone(&variant));
         variant
     }
@@ -469,22 +463,25 @@ async fn compress_once(mut page: pages::Response, coding: Coding) -> pages::Resp
     if coding == Coding::Identity || !compress::compressible(&page.content_type, body.len()) {
         return page;
     }
-    let body = body.clone();
-    let compressed = if body.len() <= INLINE_COMPRESSION {
-        coding.compress(&body, Effort::Cheap)
-    } else {
-        let Ok(compressed) =
-            tokio::task::spawn_blocking(move || coding.compress(&body, Effort::Cheap)).await
-        else {
-            return page;
-        };
-        compressed
+    let Some(compressed) = compress_body(body.clone(), coding, Effort::Cheap).await else {
+        return page;
     };
     page.body = pages::Body::Full(compressed);
     page.headers
         .push(("Content-Encoding", coding.name().to_string()));
     page.headers.push(("Vary", "accept-encoding".to_string()));
     page
+}
+
+/// `body` in `coding` at `effort`: on this thread when cheap and small, else on a blocking
+/// thread; `None` when that thread failed.
+async fn compress_body(body: Bytes, coding: Coding, effort: Effort) -> Option<Bytes> {
+    if effort == Effort::Cheap && body.len() <= INLINE_COMPRESSION {
+        return Some(coding.compress(&body, effort));
+    }
+    tokio::task::spawn_blocking(move || coding.compress(&body, effort))
+        .await
+        .ok()
 }
 
 /// The response for a cached entry: 304 when `If-None-Match` matches its validator (with the

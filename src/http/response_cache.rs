@@ -217,9 +217,9 @@ impl Entry {
         })
     }
 
-    /// This response's body in `coding` at `effort`, with `Content-Encoding` and `Vary` (born
-    /// with this entry, so it expires with it).
-    pub fn compressed(&self, coding: Coding, effort: Effort) -> Entry {
+    /// This response with `body`, which is its body in `coding` at `effort`, and with
+    /// `Content-Encoding` and `Vary` (born with this entry, so it expires with it).
+    pub fn variant(&self, coding: Coding, body: Bytes, effort: Effort) -> Entry {
         let mut headers = self.headers.clone();
         headers.insert(
             header::CONTENT_ENCODING,
@@ -228,7 +228,7 @@ impl Entry {
         headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
         Entry {
             headers,
-            body: coding.compress(&self.body, effort),
+            body,
             content_type: self.content_type.clone(),
             etag: self.etag.clone(),
             cache_control: self.cache_control.clone(),
