@@ -28,7 +28,7 @@ impl Embedded {
         }
     }
 
-    /// The body in `coding`; `None` for identity and for types not worth compressing.
+    /// The body in `coding`; `None` for identity.
     fn variant(&self, coding: Coding) -> Option<&Bytes> {
         let slot = match coding {
             Coding::Identity => return None,
@@ -36,9 +36,6 @@ impl Embedded {
             Coding::Brotli => 1,
             Coding::Zstd => 2,
         };
-        if !compress::compressible(self.content_type, self.body.len()) {
-            return None;
-        }
         Some(self.variants[slot].get_or_init(|| coding.compress(self.body, Effort::Stored)))
     }
 }
@@ -79,7 +76,8 @@ pub fn serve(site: &Site, path: &str, coding: Coding) -> Option<Response> {
                 .then_some(rel)
         })?;
     let file = FILES.iter().find(|f| f.name == rel)?;
-    let variant = file.variant(coding);
+    let compressible = compress::compressible(file.content_type, file.body.len());
+    let variant = compressible.then(|| file.variant(coding)).flatten();
     let body = match variant {
         Some(bytes) => Body::from(bytes.clone()),
         None => Body::from(file.body),
@@ -94,7 +92,7 @@ pub fn serve(site: &Site, path: &str, coding: Coding) -> Option<Response> {
         header::CACHE_CONTROL,
         HeaderValue::from_static("public, max-age=86400"),
     );
-    if compress::compressible(file.content_type, file.body.len()) {
+    if compressible {
         headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
     }
     if variant.is_some() {
