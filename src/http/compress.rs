@@ -246,23 +246,34 @@ mod tests {
         assert_eq!(Coding::negotiate(Some("GZIP;Q=0.8")), Coding::Gzip);
     }
 
+    fn decoded(coding: Coding, body: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        match coding {
+            Coding::Identity => out.extend_from_slice(body),
+            Coding::Gzip => {
+                flate2::read::GzDecoder::new(body)
+                    .read_to_end(&mut out)
+                    .unwrap();
+            }
+            Coding::Brotli => {
+                brotli::Decompressor::new(body, 4096)
+                    .read_to_end(&mut out)
+                    .unwrap();
+            }
+            Coding::Zstd => out = zstd::decode_all(body).unwrap(),
+        }
+        out
+    }
+
     #[test]
     fn variants_decode_to_the_original() {
         let body = Bytes::from("<tr><td>some html</td></tr>\n".repeat(500));
         let gz = Coding::Gzip.compress(&body, Effort::Stored);
-        let mut out = Vec::new();
-        flate2::read::GzDecoder::new(&gz[..])
-            .read_to_end(&mut out)
-            .unwrap();
-        assert_eq!(out, body);
+        assert_eq!(decoded(Coding::Gzip, &gz), body);
         let br = Coding::Brotli.compress(&body, Effort::Stored);
-        let mut out = Vec::new();
-        brotli::Decompressor::new(&br[..], 4096)
-            .read_to_end(&mut out)
-            .unwrap();
-        assert_eq!(out, body);
+        assert_eq!(decoded(Coding::Brotli, &br), body);
         let zs = Coding::Zstd.compress(&body, Effort::Stored);
-        assert_eq!(zstd::decode_all(&zs[..]).unwrap(), body);
+        assert_eq!(decoded(Coding::Zstd, &zs), body);
         assert!(gz.len() < body.len() / 10);
     }
 
@@ -275,24 +286,7 @@ mod tests {
                 let _ = coding.compress(&large, effort);
                 let variant = coding.compress(&small, effort);
                 let len = variant.len();
-                let decoded = match coding {
-                    Coding::Gzip => {
-                        let mut out = Vec::new();
-                        flate2::read::GzDecoder::new(&variant[..])
-                            .read_to_end(&mut out)
-                            .unwrap();
-                        out
-                    }
-                    Coding::Brotli => {
-                        let mut out = Vec::new();
-                        brotli::Decompressor::new(&variant[..], 4096)
-                            .read_to_end(&mut out)
-                            .unwrap();
-                        out
-                    }
-                    _ => zstd::decode_all(&variant[..]).unwrap(),
-                };
-                assert_eq!(decoded, small, "{coding:?} {effort:?}");
+                assert_eq!(decoded(coding, &variant), small, "{coding:?} {effort:?}");
                 // Not an allocation sized for the page: what the response cache counts is
                 // what it holds.
                 let allocated = variant.try_into_mut().unwrap().capacity();
