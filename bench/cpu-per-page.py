@@ -6,7 +6,7 @@ and prints the server's user+system CPU milliseconds per page (from /proc), whic
 less on other load on the machine than wall time does. Alternate two binaries to compare them.
 
 usage: bench/cpu-per-page.py BINARY CGITRC URLFILE [N]
-env:   PORT=8494, SETTLE=4
+env:   PORT=8494, SETTLE=4, AE (an Accept-Encoding for every request, e.g. 'gzip'; default none)
 Only 127.0.0.1 is contacted; the run ends after N requests."""
 import http.client, os, subprocess, sys, time
 
@@ -34,10 +34,11 @@ try:
             time.sleep(0.1)
     time.sleep(float(os.environ.get("SETTLE", "4")))
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    headers = {"Accept-Encoding": os.environ["AE"]} if os.environ.get("AE") else {}
     statuses = {}
     before, started = cpu_ms(), time.time()
     for url in urls:
-        conn.request("GET", url)
+        conn.request("GET", url, headers=headers)
         response = conn.getresponse()
         response.read()
         statuses[response.status] = statuses.get(response.status, 0) + 1

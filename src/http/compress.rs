@@ -151,6 +151,35 @@ const SCRATCH_KEPT: usize = 1 << 20;
 
 thread_local! {
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    static COMPRESSORS: RefCell<Compressors> = RefCell::default();
+}
+
+/// The gzip and zstd compressors a thread made last, with their levels: making one allocates
+/// its tables (libdeflate's, about 128 KB at level 1; a zstd context, more), which cost as
+/// much as compressing a small page.
+#[derive(Default)]
+struct Compressors {
+    gzip: Option<(i32, libdeflater::Compressor)>,
+    zstd: Option<(i32, zstd::bulk::Compressor<'static>)>,
+}
+
+impl Compressors {
+    fn gzip(&mut self, level: i32) -> &mut libdeflater::Compressor {
+        let level = level.clamp(1, 12);
+        if self.gzip.as_ref().is_none_or(|(kept, _)| *kept != level) {
+            let lvl = libdeflater::CompressionLvl::new(level).unwrap_or_default();
+            self.gzip = Some((level, libdeflater::Compressor::new(lvl)));
+        }
+        &mut self.gzip.as_mut().expect("made above").1
+    }
+
+    fn zstd(&mut self, level: i32) -> std::io::Result<&mut zstd::bulk::Compressor<'static>> {
+        if self.zstd.as_ref().is_none_or(|(kept, _)| *kept != level) {
+            self.zstd = None;
+            self.zstd = Some((level, zstd::bulk::Compressor::new(level)?));
+        }
+        Ok(&mut self.zstd.as_mut().expect("made above").1)
+    }
 }
 
 /// `body` compressed with `coding` at `level` (gzip 1–12, libdeflate's; brotli 0–11, zstd 1–22).
@@ -177,14 +206,15 @@ fn compress_into(out: &mut Vec<u8>, coding: Coding, body: &[u8], level: i32) -> 
             out.extend_from_slice(body);
         }
         Coding::Gzip => {
-            let level = libdeflater::CompressionLvl::new(level.clamp(1, 12)).unwrap_or_default();
-            let mut compressor = libdeflater::Compressor::new(level);
-            let bound = compressor.gzip_compress_bound(body.len());
-            if out.len() < bound {
-                out.resize(bound, 0);
-            }
-            // The bound fits any input, so this cannot run out of space.
-            return compressor.gzip_compress(body, out).unwrap_or(0);
+            return COMPRESSORS.with_borrow_mut(|kept| {
+                let compressor = kept.gzip(level);
+                let bound = compressor.gzip_compress_bound(body.len());
+                if out.len() < bound {
+                    out.resize(bound, 0);
+                }
+                // The bound fits any input, so this cannot run out of space.
+                compressor.gzip_compress(body, out).unwrap_or(0)
+            });
         }
         Coding::Brotli => {
             out.clear();
@@ -197,8 +227,8 @@ fn compress_into(out: &mut Vec<u8>, coding: Coding, body: &[u8], level: i32) -> 
             out.clear();
             // Into the vector's spare capacity, which bounds the output.
             out.reserve(zstd::zstd_safe::compress_bound(body.len()));
-            let compressed = zstd::bulk::Compressor::new(level)
-                .and_then(|mut zstd| zstd.compress_to_buffer(body, &mut *out));
+            let compressed = COMPRESSORS
+                .with_borrow_mut(|kept| kept.zstd(level)?.compress_to_buffer(body, &mut *out));
             if compressed.is_err() {
                 out.clear();
             }
@@ -275,6 +305,24 @@ mod tests {
         let zs = Coding::Zstd.compress(&body, Effort::Stored);
         assert_eq!(decoded(Coding::Zstd, &zs), body);
         assert!(gz.len() < body.len() / 10);
+    }
+
+    #[test]
+    fn a_thread_compresses_at_the_level_asked_whichever_it_used_before() {
+        let body = "<tr><td class='ls-mode'>-rw-r--r--</td><td>a row</td></tr>\n".repeat(2_000);
+        let mut body = body.into_bytes();
+        // varied enough that the levels differ in size
+        for (i, b) in body.iter_mut().enumerate().filter(|(i, _)| i % 7 == 0) {
+            *b = b'a' + (i * 7919 % 26) as u8;
+        }
+        for coding in [Coding::Gzip, Coding::Zstd] {
+            let fast = compress_at(coding, &body, 1);
+            let better = compress_at(coding, &body, 9);
+            let fast_again = compress_at(coding, &body, 1);
+            assert!(better.len() < fast.len(), "{coding:?}");
+            assert_eq!(fast_again, fast, "{coding:?}");
+            assert_eq!(decoded(coding, &better), body, "{coding:?}");
+        }
     }
 
     #[test]
