@@ -66,18 +66,25 @@ fn read_tree(repo: &Repo, id: Option<ObjectId>) -> Result<Arc<Vec<u8>>, GitError
     }
 }
 
-/// The entries of a tree's bytes.
-fn tree_entries<'d>(data: &'d [u8], hash: gix::hash::Kind) -> Result<Vec<TreeEntry<'d>>, GitError> {
-    gix::objs::TreeRefIter::from_bytes(data, hash)
-        .map(|e| {
-            let e = e.map_err(GitError::internal)?;
-            Ok(TreeEntry {
-                name: e.filename.as_ref(),
-                mode: canonical_mode(u32::from(e.mode.value())),
-                id: e.oid.to_owned(),
-            })
-        })
-        .collect()
+/// The entries of a tree's bytes, in the tree's order.
+struct TreeEntries<'d>(gix::objs::TreeRefIter<'d>);
+
+impl<'d> TreeEntries<'d> {
+    fn new(data: &'d [u8], hash: gix::hash::Kind) -> Self {
+        TreeEntries(gix::objs::TreeRefIter::from_bytes(data, hash))
+    }
+
+    fn next(&mut self) -> Result<Option<TreeEntry<'d>>, GitError> {
+        let Some(e) = self.0.next() else {
+            return Ok(None);
+        };
+        let e = e.map_err(GitError::internal)?;
+        Ok(Some(TreeEntry {
+            name: e.filename.as_ref(),
+            mode: canonical_mode(u32::from(e.mode.value())),
+            id: e.oid.to_owned(),
+        }))
+    }
 }
 
 /// Which paths a diff is limited to: the path itself and everything below it.
@@ -136,39 +143,39 @@ impl Walk<'_> {
         let new_data = read_tree(self.repo, new)?;
         let old_data = read_tree(self.repo, old)?;
         let hash = self.repo.object_hash();
-        let (new, old) = (
-            tree_entries(&new_data, hash)?,
-            tree_entries(&old_data, hash)?,
-        );
-        let (mut i, mut j) = (0, 0);
-        while i < old.len() || j < new.len() {
-            let order = match (old.get(i), new.get(j)) {
+        // (both trees are walked in step, neither collected: most entries are the same)
+        let mut new_entries = TreeEntries::new(&new_data, hash);
+        let mut old_entries = TreeEntries::new(&old_data, hash);
+        let (mut a, mut b) = (old_entries.next()?, new_entries.next()?);
+        loop {
+            let order = match (&a, &b) {
                 (Some(a), Some(b)) => {
                     gix::objs::tree::name_order(a.name, a.is_tree(), b.name, b.is_tree())
                 }
                 (Some(_), None) => Ordering::Less,
-                _ => Ordering::Greater,
+                (None, Some(_)) => Ordering::Greater,
+                (None, None) => return Ok(()),
             };
             match order {
                 Ordering::Less => {
-                    self.entry(base, Some(&old[i]), None)?;
-                    i += 1;
+                    self.entry(base, a.as_ref(), None)?;
+                    a = old_entries.next()?;
                 }
                 Ordering::Greater => {
-                    self.entry(base, None, Some(&new[j]))?;
-                    j += 1;
+                    self.entry(base, None, b.as_ref())?;
+                    b = new_entries.next()?;
                 }
                 Ordering::Equal => {
-                    let (a, b) = (&old[i], &new[j]);
-                    if a.id != b.id || a.mode != b.mode {
-                        self.entry(base, Some(a), Some(b))?;
+                    if let (Some(old), Some(new)) = (&a, &b)
+                        && (old.id != new.id || old.mode != new.mode)
+                    {
+                        self.entry(base, a.as_ref(), b.as_ref())?;
                     }
-                    i += 1;
-                    j += 1;
+                    a = old_entries.next()?;
+                    b = new_entries.next()?;
                 }
             }
         }
-        Ok(())
     }
 
     /// One entry present on one or both sides under the same name and kind.
