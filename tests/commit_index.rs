@@ -69,7 +69,7 @@ fn listed_ids(repo: &gix::Repository, q: &LogQuery) -> Vec<ObjectId> {
     )
 }
 
-fn ids_of(commits: &[cgitd::git::commit::CommitInfo]) -> Vec<ObjectId> {
+fn ids_of(commits: &[std::sync::Arc<cgitd::git::commit::CommitInfo>]) -> Vec<ObjectId> {
     commits.iter().map(|c| c.id).collect()
 }
 

@@ -297,7 +297,7 @@ fn a_commit_kept_from_one_repository_is_not_shown_through_another() {
     let read = |dir: &Path, set| {
         let repo = gix::open(dir).unwrap();
         let repo = cgitd::git::Repo::new(&repo, Some((&packs, set, &commits)));
-        cgitd::git::commit::read_commit(&repo, id).map(|c| c.subject)
+        cgitd::git::commit::read_commit(&repo, id).map(|c| c.subject.clone())
     };
     assert_eq!(read(&a, &set_a).unwrap(), "only in a");
     assert!(read(&b, &set_b).is_err(), "a's commit read through b");

@@ -106,17 +106,17 @@ impl Commits {
 
 /// Commit `id` (kept for the repository's object store when it reads through the shared
 /// caches); a missing or non-commit id is a user's mistake (404).
-pub fn read_commit(repo: &Repo, id: ObjectId) -> Result<CommitInfo, GitError> {
+pub fn read_commit(repo: &Repo, id: ObjectId) -> Result<Arc<CommitInfo>, GitError> {
     let Some((_, set, commits)) = repo.shared else {
-        return decode_commit(repo, id);
+        return decode_commit(repo, id).map(Arc::new);
     };
     // By store: a kept commit is only handed to a repository that read it from the same objects.
     let key = (set.serial, id);
     if let Some(kept) = commits.get(&key) {
-        return Ok(CommitInfo::clone(&kept));
+        return Ok(kept);
     }
-    let commit = decode_commit(repo, id)?;
-    commits.put(key, Arc::new(commit.clone()));
+    let commit = Arc::new(decode_commit(repo, id)?);
+    commits.put(key, Arc::clone(&commit));
     Ok(commit)
 }
 

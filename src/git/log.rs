@@ -24,7 +24,7 @@ const MAX_WALK_TIME: Duration = Duration::from_secs(4);
 /// One page of history.
 #[derive(Default)]
 pub struct LogPage {
-    pub commits: Vec<CommitInfo>,
+    pub commits: Vec<Arc<CommitInfo>>,
     /// Whether another commit follows the page.
     pub has_more: bool,
     /// The walk hit its time or visit budget: later matches may exist.
@@ -608,7 +608,7 @@ struct Collector<'q> {
     since: Option<i64>,
     skip: usize,
     count: usize,
-    commits: Vec<CommitInfo>,
+    commits: Vec<Arc<CommitInfo>>,
     has_more: bool,
     stopped_early: bool,
     last_offered: Option<ObjectId>,
@@ -656,7 +656,7 @@ impl<'q> Collector<'q> {
         }
         let mut info = read_commit(repo, id)?;
         if let Some(parents) = parents {
-            info.parents = parents;
+            Arc::make_mut(&mut info).parents = parents;
         }
         let too_old = self.since.is_some_and(|s| info.committer.time.seconds < s);
         if too_old || self.filter.is_some_and(|f| !f.matches(&info)) {

@@ -79,7 +79,10 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
 
 /// The feed's commits: newest first from the head (or from every branch and tag with `all=1`),
 /// touching `path` when one is given.
-fn feed_commits(ctx: &RepoCtx<'_>, path: Option<&BStr>) -> Result<Vec<CommitInfo>, PageError> {
+fn feed_commits(
+    ctx: &RepoCtx<'_>,
+    path: Option<&BStr>,
+) -> Result<Vec<std::sync::Arc<CommitInfo>>, PageError> {
     let tips = if ctx.req.query.all {
         all_tips(ctx)
     } else {

@@ -163,7 +163,7 @@ fn group_views(
     path: &[u8],
 ) -> Result<Vec<GroupView>, PageError> {
     let lines: Vec<&[u8]> = data.split_inclusive(|b| *b == b'\n').collect();
-    let mut commits: HashMap<ObjectId, CommitInfo> = HashMap::new();
+    let mut commits: HashMap<ObjectId, std::sync::Arc<CommitInfo>> = HashMap::new();
     let mut views = Vec::with_capacity(groups.len());
     // cgit abbreviates as git does by default: unique prefixes of git's automatic length (7 hex
     // digits in a small repository, 10 in one of about a million objects); it does not read the

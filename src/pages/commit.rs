@@ -112,7 +112,7 @@ fn parent_rows(ctx: &RepoCtx<'_>, commit: &CommitInfo, path: Option<&[u8]>) -> V
             let phex = p.to_string();
             let label = if ctx.state.config.opts.enable_subject_links {
                 git::commit::read_commit(ctx.repo, *p)
-                    .map(|c| c.subject)
+                    .map(|c| c.subject.clone())
                     .unwrap_or_else(|_| phex.clone())
             } else {
                 phex.clone()

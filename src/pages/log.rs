@@ -148,7 +148,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
                 shown = match found_memo.get(p) {
                     Some(found) => *found,
                     None => {
-                        let found = filter.matches(&git::commit::read_commit(ctx.repo, *p)?);
+                        let found = filter.matches(&*git::commit::read_commit(ctx.repo, *p)?);
                         found_memo.insert(*p, found);
                         found
                     }
@@ -346,7 +346,7 @@ fn query_kept(ctx: &RepoCtx<'_>, q: &LogQuery<'_>) -> Result<git::LogPage, PageE
             };
             let mut commit = git::commit::read_commit(ctx.repo, decode(hex)?)?;
             if let Some(parents) = parents {
-                commit.parents = parents
+                std::sync::Arc::make_mut(&mut commit).parents = parents
                     .split(',')
                     .filter(|p| !p.is_empty())
                     .map(decode)

@@ -214,7 +214,7 @@ fn decode_row(line: &str) -> Option<Row> {
     Some(row)
 }
 
-fn count_by_author(commits: &[CommitInfo], period: Period, first: i64) -> Vec<Row> {
+fn count_by_author(commits: &[std::sync::Arc<CommitInfo>], period: Period, first: i64) -> Vec<Row> {
     let mut by_name: BTreeMap<&str, Row> = BTreeMap::new();
     for c in commits.iter().filter(|c| c.parents.len() <= 1) {
         let column = period.number(c.committer.time.seconds) - first;
