@@ -1081,3 +1081,45 @@ fn tree_sizes_follow_a_submodule() {
     }
     assert_eq!(blobs, 2);
 }
+
+/// A chain of single directories collapses through a long directory name too, and a
+/// directory too large to start one (the listing reads no tree above a size that a one-entry
+/// tree, whose entry has a name short enough to check out, cannot reach) is a plain link; both
+/// as cgit lists them.
+#[test]
+fn single_child_chains_collapse_through_long_names_and_large_directories_link_plainly() {
+    let dir = TempDir::new("browse-chains");
+    let work = dir.path().join("work");
+    init_repo(&work);
+    let long = "n".repeat(250);
+    write(&work, &format!("top/{long}/leaf.txt"), "leaf\n");
+    for i in 0..200 {
+        write(
+            &work,
+            &format!("big/a-file-with-a-long-name-{i:04}.txt"),
+            "x\n",
+        );
+    }
+    commit_all(&work, "layout", "2024-02-01T10:00:00+00:00");
+    let rc = r_and_off_rc(dir.path(), &work.join(".git"), "");
+    let server = Server::start(&rc);
+    let html = server.page("/r/tree/");
+    let chain = format!(
+        "<a class='ls-dir' href='/r/tree/top'>top</a> / \
+         <a class='ls-dir' href='/r/tree/top/{long}'>{long}</a></td>"
+    );
+    assert!(html.contains(&chain), "{html}");
+    assert!(
+        html.contains("<a class='ls-dir' href='/r/tree/big'>big</a></td>"),
+        "{html}"
+    );
+    assert_like_cgit(
+        &server,
+        &rc,
+        "/r/tree/",
+        &[
+            ("<a class='ls-dir' href='/r/tree/big'", "</td>"),
+            ("<a class='ls-dir' href='/r/tree/top'", "</td>"),
+        ],
+    );
+}

@@ -20,6 +20,11 @@ const MAX_ROWS: usize = 3000;
 const ROW_BYTES: usize = 256;
 /// Directories looked into for single-child chains, at most.
 const MAX_CHAIN_LOOKUPS: usize = 300;
+/// A tree larger than this holds more than one entry, so it starts no single-child chain: one
+/// directory entry is `40000 `, the name, a NUL and the id (32 bytes at most), and a name
+/// longer than `PATH_MAX` (4,096) could not be checked out anywhere. The listing has every
+/// entry's size already, so the large directories (most of a big project's) are not read.
+const MAX_SINGLE_CHILD_TREE: u64 = 6 + 4096 + 1 + 32;
 /// Blobs larger than this are not read for display at all.
 const MAX_BLOB_READ: u64 = 32 << 20;
 /// Text shown of a blob, at most: bytes and lines.
@@ -180,7 +185,9 @@ fn listing<'e>(
         full.truncate(dir_len);
         full.extend_from_slice(&e.name);
         let kind = if e.mode.is_tree() {
-            let chain = if chain_lookups < MAX_CHAIN_LOOKUPS {
+            let chain = if size > MAX_SINGLE_CHILD_TREE {
+                Vec::new()
+            } else if chain_lookups < MAX_CHAIN_LOOKUPS {
                 chain_lookups += 1;
                 single_child_chain(ctx, e.id)?
             } else {
