@@ -7,7 +7,6 @@
 mod common;
 
 use common::*;
-use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -163,25 +162,6 @@ fn eventually(server: &Server, url: &str, pred: impl Fn(&Response) -> bool) -> b
         std::thread::sleep(Duration::from_millis(50));
     }
     false
-}
-
-fn decode(coding: &str, body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    match coding {
-        "gzip" => {
-            flate2::read::GzDecoder::new(body)
-                .read_to_end(&mut out)
-                .unwrap();
-        }
-        "br" => {
-            brotli::Decompressor::new(body, 4096)
-                .read_to_end(&mut out)
-                .unwrap();
-        }
-        "zstd" => out = zstd::decode_all(body).unwrap(),
-        other => panic!("unexpected coding {other}"),
-    }
-    out
 }
 
 #[test]

@@ -572,6 +572,26 @@ pub fn cgit(rc: &Path, url: &str) -> Option<String> {
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// `body` decoded from the content coding `coding` (`gzip`, `br` or `zstd`).
+pub fn decode(coding: &str, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    match coding {
+        "gzip" => {
+            flate2::read::GzDecoder::new(body)
+                .read_to_end(&mut out)
+                .unwrap();
+        }
+        "br" => {
+            brotli::Decompressor::new(body, 4096)
+                .read_to_end(&mut out)
+                .unwrap();
+        }
+        "zstd" => out = zstd::decode_all(body).unwrap(),
+        other => panic!("unexpected coding {other}"),
+    }
+    out
+}
+
 /// The part of `html` from `start` (included) up to the next `end` after it (excluded).
 pub fn between<'a>(html: &'a str, start: &str, end: &str) -> &'a str {
     let from = html
