@@ -26,16 +26,6 @@ printf 'virtual-root=/\nrepo.url=git\nrepo.path=%s\n' "$REPO" > "$STATE/cgitrc"
 HEADER=()
 [ -z "${AE:-}" ] || HEADER=(-H "Accept-Encoding: $AE")
 
-# peak_rss PID: the largest RssAnon of PID (KiB) until it exits, written to $STATE/rss.
-peak_rss() {
-    local peak=0 now
-    while kill -0 "$1" 2> /dev/null; do
-        now=$(awk '/RssAnon/ {print $2}' "/proc/$1/status" 2> /dev/null || true)
-        if [ -n "$now" ] && [ "$now" -gt "$peak" ]; then peak=$now; echo "$peak" > "$STATE/rss"; fi
-        sleep 0.2
-    done
-}
-
 echo "repository: $REPO; $ROUNDS rounds of ${DUR}s, $CONNS connections; Accept-Encoding: ${AE:-none}"
 for round in $(seq "$ROUNDS"); do
     sed -n "$((1 + round * WINDOW)),$(((round + 1) * WINDOW))p" "$STATE/crawl/urls.txt" > "$STATE/urls.txt"
@@ -44,12 +34,12 @@ for round in $(seq "$ROUNDS"); do
         pid=$!
         for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$PORT/git/" && break; sleep 0.1; done
         sleep 2 # the commit index builds after the first page
-        echo 0 > "$STATE/rss"
-        peak_rss $pid &
+        python3 bench/peak-rss.py "$pid" "$DUR" > "$STATE/rss" &
+        rss=$!
         rate=$(wrk -t1 -c"$CONNS" -d"${DUR}s" "${HEADER[@]}" -s "$STATE/walk.lua" \
             "http://127.0.0.1:$PORT" -- "$STATE/urls.txt" | awk '/Requests\/sec/ {printf "%.0f", $2}')
+        wait $rss || true
         kill $pid; wait $pid 2> /dev/null || true
-        wait
-        echo "round $round $binary: $rate pages/s, peak RssAnon $(( $(cat "$STATE/rss") / 1024 )) MiB"
+        echo "round $round $binary: $rate pages/s, $(cat "$STATE/rss")"
     done
 done
