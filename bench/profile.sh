@@ -42,7 +42,7 @@ BUCKETS = [
     ("lookup", r"gix_pack::index|lookup|find_object|gix_odb|bsearch|binary_search"),
     ("render", r"askama|escape|html|render|fmt::|write_str|format"),
     ("alloc", r"malloc|free|realloc|memcpy|memmove|alloc|mi_|__libc_calloc"),
-    ("compress", r"brotli|zstd|deflate|gzip"),
+    ("compress", r"brotli|zstd|deflate|gzip|isal|_icf_"),
     ("hash", r"sha1|sha256|hash|siphash"),
     ("kernel", r"\[k\]|entry_SYSCALL|do_syscall|page_fault|copy_user|tcp_|__x64"),
 ]
