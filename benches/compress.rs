@@ -1,6 +1,6 @@
 //! Bytes and time per compression level for a typical page, to choose the levels cgitd uses:
-//! cheap ones for uncached responses and better
-//! ones for the variants the response cache keeps (made once, sent many times).
+//! cheap ones for uncached responses and better ones for the variants the response cache
+//! keeps (made once, sent many times).
 //!
 //! usage: cargo bench --bench compress [-- FILE...]
 //!        FILE: pages to measure, e.g. git.git's root tree page saved with curl; without
