@@ -35,14 +35,15 @@ cat > "$STATE/buckets.py" <<'PY'
 import re, sys
 # (bucket, pattern over the symbol); the first match wins.
 BUCKETS = [
-    ("inflate", r"inflate|zlib|adler32|crc32|libdeflate|deflate_decompress|build_decode_table"),
+    ("inflate", r"inflate|zlib|adler32|crc32(?!_gzip)|libdeflate|deflate_decompress|build_decode_table"),
     ("delta", r"delta|apply_delta|gix_pack::data::entry|decode_entry|resolve"),
     ("diff", r"imara|gix_diff|histogram|myers|diff::lines|diff::blobs|intern"),
     ("decode", r"gix_object|decode|from_bytes|parse|tree::|commit::"),
     ("lookup", r"gix_pack::index|lookup|find_object|gix_odb|bsearch|binary_search"),
     ("render", r"askama|escape|html|render|fmt::|write_str|format"),
     ("alloc", r"malloc|free|realloc|memcpy|memmove|alloc|mi_|__libc_calloc"),
-    ("compress", r"brotli|zstd|deflate|gzip|isal|_icf_"),
+    # (ISA-L's assembly: `..@` labels are NASM's, its only user here)
+    ("compress", r"brotli|zstd|deflate|gzip|isal|_icf|\.\.@|heapify|crc32_gzip"),
     ("hash", r"sha1|sha256|hash|siphash"),
     ("kernel", r"\[k\]|entry_SYSCALL|do_syscall|page_fault|copy_user|tcp_|__x64"),
 ]
