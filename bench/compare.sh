@@ -10,7 +10,8 @@
 # env:   DUR=3 (seconds per latency run), TDUR=5 (seconds per throughput run), CRAWL=20000 (ids;
 #        more than a throughput run requests, so every crawler request is a new commit),
 #        AE= (an Accept-Encoding for every request, e.g. AE=gzip; default none),
-#        RESPONSE_CACHE_SIZE= (cgitd's response-cache-size; 0 measures rendering every time)
+#        RESPONSE_CACHE_SIZE= (cgitd's response-cache-size; 0 measures rendering every time),
+#        CGITD=path (binary to use instead of building target/release/cgitd)
 # Only 127.0.0.1 is ever contacted; every load run is bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +30,8 @@ fi
 REPO=$(cd "$REPO" && pwd)
 
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -q wrk >/dev/null; }
-cargo build --release --locked -q
+CGITD=${CGITD:-}
+if [ -z "$CGITD" ]; then cargo build --release --locked -q; CGITD=./target/release/cgitd; fi
 PORT=$CGIT_PORT CGIT_REPO=$REPO CGIT_STATE=$STATE/cgit "$BASELINE" start
 
 cat > "$STATE/cgitrc" <<RC
@@ -40,7 +42,7 @@ snapshots=tar.gz
 repo.url=git
 repo.path=$REPO
 RC
-./target/release/cgitd serve --config "$STATE/cgitrc" --listen 127.0.0.1:$CGITD_PORT > "$STATE/cgitd.out" 2>&1 &
+"$CGITD" serve --config "$STATE/cgitrc" --listen 127.0.0.1:$CGITD_PORT > "$STATE/cgitd.out" 2>&1 &
 CGITD_PID=$!
 cleanup() {
     kill $CGITD_PID 2>/dev/null || true
