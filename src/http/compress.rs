@@ -19,7 +19,7 @@
 //! | 9 | 12,496 | 4,363 | 11,973 | 11,641 | 12,438 | 1,125 | 6,816 | 524 | 6,369 | 8,221 | 6,757 | 351 |
 //! | 11 | 12,030 | 37,598 | 10,504 | 194,628 | 12,388 | 2,823 | 6,600 | 5,345 | 5,880 | 40,127 | 6,701 | 889 |
 //!
-//! gzip 1 is ISA-L's level 1 since (`Igzip`); the same bench, 2026-12-05 05:40: 14,814 bytes
+//! gzip 1 is ISA-L's level 1 since (`Igzip`); the same bench, 2026-12-05 05:29: 14,814 bytes
 //! in 71 µs on that tree page (zstd 1: 13,676 in 102 µs), 11,462 in 57 µs on the 143 KB tree
 //! page of a random commit (zstd 1: 10,046 in 79 µs), 2,401 in 15 µs on a 7.6 KB commit page
 //! (zstd 1: 2,388 in 14 µs). zstd stays first among equals: about as cheap, up to 12 % smaller.
