@@ -29,9 +29,8 @@ if [ -z "$REPO" ]; then
 fi
 REPO=$(cd "$REPO" && pwd)
 
-command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -q wrk >/dev/null; }
-CGITD=${CGITD:-}
-if [ -z "$CGITD" ]; then cargo build --release --locked -q; CGITD=./target/release/cgitd; fi
+ONLY= # (both systems run)
+prepare_tools
 PORT=$CGIT_PORT CGIT_REPO=$REPO CGIT_STATE=$STATE/cgit "$BASELINE" start
 
 cat > "$STATE/cgitrc" <<RC
