@@ -1,6 +1,7 @@
 #!/bin/bash
 # Serves one repository with cgitd and with Debian's cgit side by side (same run, same machine)
-# and prints, per page, cgit's and cgitd's median latency and their ratio, and that page's floor
+# and prints, per page, cgit's and cgitd's median latency (each with the client on any CPU and
+# with the client and server on one) and the ratio of their better ones, and that page's floor
 # (cgitd's very bytes as a static file from lighttpd), and the static floor (a static file from
 # lighttpd beside cgitd's own stylesheet); then throughput for a
 # few pages and for a crawler pattern (every request a different commit); then cgitd's memory.
@@ -11,12 +12,13 @@
 #        more than a throughput run requests, so every crawler request is a new commit),
 #        AE= (an Accept-Encoding for every request, e.g. AE=gzip; default none),
 #        RESPONSE_CACHE_SIZE= (cgitd's response-cache-size; 0 measures rendering every time),
-#        CGITD=path (binary to use instead of building target/release/cgitd)
+#        CGITD=path (binary to use instead of building target/release/cgitd),
+#        PIN=0 (the CPU that wrk and the server share for the one-CPU medians)
 # Only 127.0.0.1 is ever contacted; every load run is bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-DUR=${DUR:-3}; TDUR=${TDUR:-5}; CRAWL=${CRAWL:-20000}; AE=${AE:-}
+DUR=${DUR:-3}; TDUR=${TDUR:-5}; CRAWL=${CRAWL:-20000}; AE=${AE:-}; PIN=${PIN:-0}
 WRK_H=(); [ -z "$AE" ] || WRK_H=(-H "Accept-Encoding: $AE")
 CGIT_PORT=${CGIT_PORT:-8081}; CGITD_PORT=${CGITD_PORT:-8082}; FLOOR_PORT=${FLOOR_PORT:-8083}
 STATE=${STATE:-/tmp/cgitd-bench}
@@ -83,6 +85,7 @@ info-refs /git/info/refs"
 # --path-as-is: the status of the URL wrk requests (curl would squash dot segments).
 status() { curl -s --path-as-is -o /dev/null -w '%{http_code}' --max-time 60 "$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a+0>0 && b+0>0) printf "%.1f", a/b; else printf "n/a" }'; }
+smaller() { awk -v a="$1" -v b="$2" 'BEGIN { if (b+0>0 && (b+0<a+0 || !(a+0>0))) print b; else print a }'; }
 
 echo
 echo "repository: $REPO ($(g rev-list --count HEAD) commits on HEAD, $(g for-each-ref refs/tags | wc -l) tags)"
@@ -109,20 +112,41 @@ server.pid-file = "$FLOOR/lighttpd.pid"
 mimetype.assign = ( ".html" => "text/html" )
 CONF
 lighttpd -f "$FLOOR/lighttpd.conf"
-printf '| %-13s | %-9s | %12s | %12s | %7s | %9s | %14s |\n' page "status" "cgit ms" "cgitd ms" ratio "bytes" "same, static ms"
-printf '|%s|\n' "---------------|-----------|--------------|--------------|---------|-----------|----------------"
+# Each median twice: with the client and the server wherever the scheduler puts them, and with
+# both on CPU $PIN. On this kind of virtual machine, a request's two wake-ups across CPUs (the
+# server's, then the client's) cost about 35 µs a round trip, more than answering a repeated
+# page does: a static file from lighttpd took 0.059 ms p50 across CPUs and 0.021 ms on one
+# (2026-12-05). cgit, whose lighttpd relays each page from a CGI process it starts, is faster
+# across CPUs (2.1 against 4.2 ms for a tag page). Each system's ratio is of its better median.
+# (Children inherit the CPUs of their parent: cgit's CGI processes its lighttpd's, and wrk this
+# (sub)shell's.)
+ALL_CPUS=0-$(($(nproc) - 1))
+on_cpus() { taskset -a -p -c "$1" "$2" > /dev/null && taskset -p -c "$1" "$BASHPID" > /dev/null; }
+# both PID URL: the median of URL across CPUs, then with the server PID and wrk on CPU $PIN.
+both() {
+    local spread
+    on_cpus "$ALL_CPUS" "$1"; spread=$(median_ms "$2")
+    on_cpus "$PIN" "$1"; echo "$spread $(median_ms "$2")"
+    on_cpus "$ALL_CPUS" "$1"
+}
+CGIT_SERVER=$(cat "$STATE/cgit/lighttpd.pid"); FLOOR_SERVER=$(cat "$FLOOR/lighttpd.pid")
+echo "latency: wrk -t1 -c1, median of ${DUR}s; each as: client on any CPU / client and server on CPU $PIN"
+printf '| %-13s | %-9s | %-17s | %-13s | %7s | %9s | %-13s |\n' page "status" "cgit ms" "cgitd ms" ratio "bytes" "same, static ms"
+printf '|%s|\n' "---------------|-----------|-------------------|---------------|---------|-----------|---------------"
 while read -r name path; do
     cs=$(status "http://127.0.0.1:$CGIT_PORT$path"); ds=$(status "http://127.0.0.1:$CGITD_PORT$path")
-    c=$(median_ms "http://127.0.0.1:$CGIT_PORT$path")
-    d=$(median_ms "http://127.0.0.1:$CGITD_PORT$path")
-    f=$(median_ms "http://127.0.0.1:$FLOOR_PORT/$name.html")
-    r=$(ratio "$c" "$d"); [ "$cs$ds" = 200200 ] || r="n/a"
-    printf '| %-13s | %-9s | %12s | %12s | %7s | %9s | %14s |\n' "$name" "$cs/$ds" "$c" "$d" "$r" \
-        "$(stat -c %s "$FLOOR/htdocs/$name.html")" "$f"
+    read -r c1 c2 <<< "$(both "$CGIT_SERVER" "http://127.0.0.1:$CGIT_PORT$path")"
+    read -r d1 d2 <<< "$(both "$CGITD_PID" "http://127.0.0.1:$CGITD_PORT$path")"
+    read -r f1 f2 <<< "$(both "$FLOOR_SERVER" "http://127.0.0.1:$FLOOR_PORT/$name.html")"
+    r=$(ratio "$(smaller "$c1" "$c2")" "$(smaller "$d1" "$d2")"); [ "$cs$ds" = 200200 ] || r="n/a"
+    printf '| %-13s | %-9s | %-17s | %-13s | %7s | %9s | %-13s |\n' "$name" "$cs/$ds" "$c1 / $c2" "$d1 / $d2" "$r" \
+        "$(stat -c %s "$FLOOR/htdocs/$name.html")" "$f1 / $f2"
 done <<< "$PAGES"
 # The floor: a static file (cgit's stylesheet) from lighttpd, and cgitd's own embedded one.
-c=$(median_ms "http://127.0.0.1:$CGIT_PORT/cgit-css/cgit.css"); d=$(median_ms "http://127.0.0.1:$CGITD_PORT/cgit.css")
-printf '| %-13s | %-9s | %12s | %12s | %7s |\n' "static file" "lighttpd" "$c" "$d" "$(ratio "$c" "$d")"
+read -r c1 c2 <<< "$(both "$CGIT_SERVER" "http://127.0.0.1:$CGIT_PORT/cgit-css/cgit.css")"
+read -r d1 d2 <<< "$(both "$CGITD_PID" "http://127.0.0.1:$CGITD_PORT/cgit.css")"
+printf '| %-13s | %-9s | %-17s | %-13s | %7s |\n' "static file" "lighttpd" "$c1 / $c2" "$d1 / $d2" \
+    "$(ratio "$(smaller "$c1" "$c2")" "$(smaller "$d1" "$d2")")"
 
 rps() { wrk -t2 -c8 -d"${TDUR}s" --timeout 30s "${WRK_H[@]}" "$@" 2>/dev/null | awk '/Requests\/sec/ {printf "%.0f", $2}'; }
 echo
