@@ -3,7 +3,8 @@
 # and prints, per page, cgit's and cgitd's median latency (each with the client on any CPU and
 # with the client and server on one) and the ratio of their better ones, and that page's floor
 # (cgitd's very bytes as a static file from lighttpd), and the static floor (a static file from
-# lighttpd beside cgitd's own stylesheet); then throughput for a
+# lighttpd beside cgitd's own stylesheet); the pages over 128 KB again, read 1 MiB at a time
+# instead of wrk's 8 KB (bench/keepalive.rs); then throughput for a
 # few pages and for a crawler pattern (every request a different commit); then cgitd's memory.
 #
 # usage: bench/compare.sh [REPO]      REPO: any git directory (e.g. a clone of git.git);
@@ -33,6 +34,8 @@ REPO=$(cd "$REPO" && pwd)
 
 ONLY= # (both systems run)
 prepare_tools
+cargo build --release --locked -q --example keepalive
+KEEPALIVE=./target/release/examples/keepalive
 PORT=$CGIT_PORT CGIT_REPO=$REPO CGIT_STATE=$STATE/cgit "$BASELINE" start
 
 cat > "$STATE/cgitrc" <<RC
@@ -122,13 +125,15 @@ lighttpd -f "$FLOOR/lighttpd.conf"
 # (sub)shell's.)
 ALL_CPUS=0-$(($(nproc) - 1))
 on_cpus() { taskset -a -p -c "$1" "$2" > /dev/null && taskset -p -c "$1" "$BASHPID" > /dev/null; }
-# both PID URL: the median of URL across CPUs, then with the server PID and wrk on CPU $PIN.
+# both PID URL [MEDIAN]: the median of URL across CPUs, then with the server PID and the
+# client on CPU $PIN; by wrk, or by the function MEDIAN.
 both() {
-    local spread
-    on_cpus "$ALL_CPUS" "$1"; spread=$(median_ms "$2")
-    on_cpus "$PIN" "$1"; echo "$spread $(median_ms "$2")"
+    local median=${3:-median_ms} spread
+    on_cpus "$ALL_CPUS" "$1"; spread=$($median "$2")
+    on_cpus "$PIN" "$1"; echo "$spread $($median "$2")"
     on_cpus "$ALL_CPUS" "$1"
 }
+median_by_keepalive() { "$KEEPALIVE" "$1" "$DUR" ${AE:+"Accept-Encoding: $AE"}; }
 CGIT_SERVER=$(cat "$STATE/cgit/lighttpd.pid"); FLOOR_SERVER=$(cat "$FLOOR/lighttpd.pid")
 echo "latency: wrk -t1 -c1, median of ${DUR}s; each as: client on any CPU / client and server on CPU $PIN"
 printf '| %-13s | %-9s | %-17s | %-13s | %7s | %9s | %-13s |\n' page "status" "cgit ms" "cgitd ms" ratio "bytes" "same, static ms"
@@ -147,6 +152,21 @@ read -r c1 c2 <<< "$(both "$CGIT_SERVER" "http://127.0.0.1:$CGIT_PORT/cgit-css/c
 read -r d1 d2 <<< "$(both "$CGITD_PID" "http://127.0.0.1:$CGITD_PORT/cgit.css")"
 printf '| %-13s | %-9s | %-17s | %-13s | %7s |\n' "static file" "lighttpd" "$c1 / $c2" "$d1 / $d2" \
     "$(ratio "$(smaller "$c1" "$c2")" "$(smaller "$d1" "$d2")")"
+# For a page of a few hundred KB, wrk's own reading is most of a round trip (bench/keepalive.rs
+# says how much): those pages again, read 1 MiB a call.
+echo
+echo "pages over 128 KB, read 1 MiB a call (bench/keepalive.rs), median of ${DUR}s; any CPU / one CPU"
+printf '| %-13s | %-17s | %-13s | %7s | %9s | %-13s |\n' page "cgit ms" "cgitd ms" ratio "bytes" "same, static ms"
+printf '|%s|\n' "---------------|-------------------|---------------|---------|-----------|---------------"
+while read -r name path; do
+    bytes=$(stat -c %s "$FLOOR/htdocs/$name.html")
+    [ "$bytes" -gt 131072 ] || continue
+    read -r c1 c2 <<< "$(both "$CGIT_SERVER" "http://127.0.0.1:$CGIT_PORT$path" median_by_keepalive)"
+    read -r d1 d2 <<< "$(both "$CGITD_PID" "http://127.0.0.1:$CGITD_PORT$path" median_by_keepalive)"
+    read -r f1 f2 <<< "$(both "$FLOOR_SERVER" "http://127.0.0.1:$FLOOR_PORT/$name.html" median_by_keepalive)"
+    printf '| %-13s | %-17s | %-13s | %7s | %9s | %-13s |\n' "$name" "$c1 / $c2" "$d1 / $d2" \
+        "$(ratio "$(smaller "$c1" "$c2")" "$(smaller "$d1" "$d2")")" "$bytes" "$f1 / $f2"
+done <<< "$PAGES"
 
 rps() { wrk -t2 -c8 -d"${TDUR}s" --timeout 30s "${WRK_H[@]}" "$@" 2>/dev/null | awk '/Requests\/sec/ {printf "%.0f", $2}'; }
 echo
