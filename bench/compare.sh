@@ -126,24 +126,30 @@ lighttpd -f "$FLOOR/lighttpd.conf"
 ALL_CPUS=0-$(($(nproc) - 1))
 on_cpus() { taskset -a -p -c "$1" "$2" > /dev/null && taskset -p -c "$1" "$BASHPID" > /dev/null; }
 # both PID URL [MEDIAN]: the median of URL across CPUs, then with the server PID and the
-# client on CPU $PIN; by wrk, or by the function MEDIAN.
+# client on CPU $PIN (the server back on all CPUs after); by wrk, or by the function MEDIAN.
 both() {
     local median=${3:-median_ms} spread
-    on_cpus "$ALL_CPUS" "$1"; spread=$($median "$2")
+    spread=$($median "$2")
     on_cpus "$PIN" "$1"; echo "$spread $($median "$2")"
     on_cpus "$ALL_CPUS" "$1"
 }
 median_by_keepalive() { "$KEEPALIVE" "$1" "$DUR" ${AE:+"Accept-Encoding: $AE"}; }
 CGIT_SERVER=$(cat "$STATE/cgit/lighttpd.pid"); FLOOR_SERVER=$(cat "$FLOOR/lighttpd.pid")
+# medians NAME PATH [MEDIAN]: cgit's, cgitd's and the floor's medians of a page, each both ways.
+medians() {
+    echo "$(both "$CGIT_SERVER" "http://127.0.0.1:$CGIT_PORT$2" "${3:-}")" \
+        "$(both "$CGITD_PID" "http://127.0.0.1:$CGITD_PORT$2" "${3:-}")" \
+        "$(both "$FLOOR_SERVER" "http://127.0.0.1:$FLOOR_PORT/$1.html" "${3:-}")"
+}
+# best_ratio C1 C2 D1 D2: cgit's better median over cgitd's.
+best_ratio() { ratio "$(smaller "$1" "$2")" "$(smaller "$3" "$4")"; }
 echo "latency: wrk -t1 -c1, median of ${DUR}s; each as: client on any CPU / client and server on CPU $PIN"
 printf '| %-13s | %-9s | %-17s | %-13s | %7s | %9s | %-13s |\n' page "status" "cgit ms" "cgitd ms" ratio "bytes" "same, static ms"
 printf '|%s|\n' "---------------|-----------|-------------------|---------------|---------|-----------|---------------"
 while read -r name path; do
     cs=$(status "http://127.0.0.1:$CGIT_PORT$path"); ds=$(status "http://127.0.0.1:$CGITD_PORT$path")
-    read -r c1 c2 <<< "$(both "$CGIT_SERVER" "http://127.0.0.1:$CGIT_PORT$path")"
-    read -r d1 d2 <<< "$(both "$CGITD_PID" "http://127.0.0.1:$CGITD_PORT$path")"
-    read -r f1 f2 <<< "$(both "$FLOOR_SERVER" "http://127.0.0.1:$FLOOR_PORT/$name.html")"
-    r=$(ratio "$(smaller "$c1" "$c2")" "$(smaller "$d1" "$d2")"); [ "$cs$ds" = 200200 ] || r="n/a"
+    read -r c1 c2 d1 d2 f1 f2 <<< "$(medians "$name" "$path")"
+    r=$(best_ratio "$c1" "$c2" "$d1" "$d2"); [ "$cs$ds" = 200200 ] || r="n/a"
     printf '| %-13s | %-9s | %-17s | %-13s | %7s | %9s | %-13s |\n' "$name" "$cs/$ds" "$c1 / $c2" "$d1 / $d2" "$r" \
         "$(stat -c %s "$FLOOR/htdocs/$name.html")" "$f1 / $f2"
 done <<< "$PAGES"
@@ -151,7 +157,7 @@ done <<< "$PAGES"
 read -r c1 c2 <<< "$(both "$CGIT_SERVER" "http://127.0.0.1:$CGIT_PORT/cgit-css/cgit.css")"
 read -r d1 d2 <<< "$(both "$CGITD_PID" "http://127.0.0.1:$CGITD_PORT/cgit.css")"
 printf '| %-13s | %-9s | %-17s | %-13s | %7s |\n' "static file" "lighttpd" "$c1 / $c2" "$d1 / $d2" \
-    "$(ratio "$(smaller "$c1" "$c2")" "$(smaller "$d1" "$d2")")"
+    "$(best_ratio "$c1" "$c2" "$d1" "$d2")"
 # For a page of a few hundred KB, wrk's own reading is most of a round trip (bench/keepalive.rs
 # says how much): those pages again, read 1 MiB a call.
 echo
@@ -161,11 +167,9 @@ printf '|%s|\n' "---------------|-------------------|---------------|---------|-
 while read -r name path; do
     bytes=$(stat -c %s "$FLOOR/htdocs/$name.html")
     [ "$bytes" -gt 131072 ] || continue
-    read -r c1 c2 <<< "$(both "$CGIT_SERVER" "http://127.0.0.1:$CGIT_PORT$path" median_by_keepalive)"
-    read -r d1 d2 <<< "$(both "$CGITD_PID" "http://127.0.0.1:$CGITD_PORT$path" median_by_keepalive)"
-    read -r f1 f2 <<< "$(both "$FLOOR_SERVER" "http://127.0.0.1:$FLOOR_PORT/$name.html" median_by_keepalive)"
+    read -r c1 c2 d1 d2 f1 f2 <<< "$(medians "$name" "$path" median_by_keepalive)"
     printf '| %-13s | %-17s | %-13s | %7s | %9s | %-13s |\n' "$name" "$c1 / $c2" "$d1 / $d2" \
-        "$(ratio "$(smaller "$c1" "$c2")" "$(smaller "$d1" "$d2")")" "$bytes" "$f1 / $f2"
+        "$(best_ratio "$c1" "$c2" "$d1" "$d2")" "$bytes" "$f1 / $f2"
 done <<< "$PAGES"
 
 rps() { wrk -t2 -c8 -d"${TDUR}s" --timeout 30s "${WRK_H[@]}" "$@" 2>/dev/null | awk '/Requests\/sec/ {printf "%.0f", $2}'; }
