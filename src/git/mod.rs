@@ -9,6 +9,7 @@ pub mod commit_index;
 pub mod diff;
 pub mod encoding;
 mod error;
+pub mod fetch;
 pub mod files;
 pub mod format_patch;
 pub mod log;

@@ -1,0 +1,436 @@
+//! Choosing the objects of a fetch: the commits walked from the wants, newest first, down to
+//! what the client has (painted uninteresting from its common commits) or to its depth, then
+//! every tree and blob those commits add, skipping what the trees at the edge already hold.
+
+use super::{Deepen, Filter, Selection, Wanted};
+use crate::git::commit_index::CommitIndex;
+use crate::git::{GitError, Repo};
+use gix::ObjectId;
+use gix::object::Kind;
+use gix::objs::commit::ref_iter::Token;
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+
+/// Edge commits (had by the client, parents of sent ones) whose trees are read to leave out
+/// what the client has; past this many the pack may hold objects the client has already.
+const MAX_EDGES: usize = 32;
+
+/// What a commit links to.
+struct Links {
+    tree: ObjectId,
+    parents: Vec<ObjectId>,
+    time: i64,
+}
+
+/// Reads commit links from the commit index when it has them, else from the objects.
+struct Commits<'a> {
+    repo: &'a Repo<'a>,
+    index: Option<&'a CommitIndex>,
+}
+
+impl Commits<'_> {
+    fn links(&self, id: &ObjectId) -> Result<Links, GitError> {
+        if let Some(index) = self.index
+            && let Some(pos) = index.position(id)
+        {
+            return Ok(Links {
+                tree: index.tree(pos).to_owned(),
+                parents: index.parents(pos).map(|p| index.id(p).to_owned()).collect(),
+                time: index.time(pos),
+            });
+        }
+        let bad = || GitError::NotFound(format!("not a commit: {id}"));
+        let (kind, data) = self.repo.read_object(id)?.ok_or_else(bad)?;
+        if kind != Kind::Commit {
+            return Err(bad());
+        }
+        let mut links = Links {
+            tree: ObjectId::null(self.repo.object_hash()),
+            parents: Vec::new(),
+            time: 0,
+        };
+        for token in gix::objs::CommitRefIter::from_bytes(&data, self.repo.object_hash()) {
+            match token.map_err(GitError::internal)? {
+                Token::Tree { id } => links.tree = id,
+                Token::Parent { id } => links.parents.push(id),
+                Token::Committer { signature } => {
+                    links.time = signature.time().map(|t| t.seconds).unwrap_or_default();
+                    break;
+                }
+                _ => {}
+            }
+        }
+        Ok(links)
+    }
+}
+
+/// The objects `wanted` needs sent, with the new shallow boundary.
+pub fn select(
+    repo: &Repo,
+    index: Option<&CommitIndex>,
+    wanted: &Wanted,
+) -> Result<Selection, GitError> {
+    let commits = Commits { repo, index };
+    let mut out = Selection::default();
+    let mut seen: HashSet<ObjectId> = HashSet::new();
+    let mut tips = Vec::new();
+    let mut roots = Vec::new();
+    for want in &wanted.wants {
+        peel_want(repo, *want, &mut out, &mut seen, &mut tips, &mut roots)?;
+    }
+    let graft: HashSet<ObjectId> = wanted.client_shallow.iter().copied().collect();
+    let walk = match &wanted.deepen {
+        Deepen::Depth(depth) => walk_depth(&commits, &tips, wanted, &graft, *depth)?,
+        _ => walk_painting(&commits, &tips, wanted, &graft)?,
+    };
+    out.shallow = walk.shallow;
+    out.unshallow = walk.unshallow;
+    out.commits = walk.sent.len();
+    let sent: HashSet<ObjectId> = walk.sent.iter().map(|(id, _)| *id).collect();
+    for (tag, peeled) in &wanted.tags {
+        if sent.contains(peeled) && seen.insert(*tag) {
+            out.objects.push(*tag);
+        }
+    }
+    out.objects.extend(walk.sent.iter().map(|(id, _)| *id));
+    if wanted.filter == Filter::NoTrees {
+        out.objects.extend(roots);
+        return Ok(out);
+    }
+    let mut trees = Trees {
+        repo,
+        filter: wanted.filter,
+        seen,
+    };
+    for edge in walk.edges.iter().take(MAX_EDGES) {
+        let tree = commits.links(edge)?.tree;
+        trees.mark_had(tree)?;
+    }
+    for root in roots {
+        trees.add(root, &mut out.objects)?;
+    }
+    for (_, tree) in &walk.sent {
+        trees.add(*tree, &mut out.objects)?;
+    }
+    Ok(out)
+}
+
+/// Adds a want to what is sent: tags peeled down to what they point to (each sent), commits
+/// as tips of the walk, trees and blobs sent whatever the filter.
+fn peel_want(
+    repo: &Repo,
+    want: ObjectId,
+    out: &mut Selection,
+    seen: &mut HashSet<ObjectId>,
+    tips: &mut Vec<ObjectId>,
+    roots: &mut Vec<ObjectId>,
+) -> Result<(), GitError> {
+    let mut id = want;
+    for _ in 0..64 {
+        let missing = || GitError::NotFound(format!("not our ref {id}"));
+        let (kind, data) = repo.read_object(&id)?.ok_or_else(missing)?;
+        match kind {
+            Kind::Commit => {
+                tips.push(id);
+                return Ok(());
+            }
+            Kind::Tree => {
+                roots.push(id);
+                return Ok(());
+            }
+            Kind::Blob => {
+                if seen.insert(id) {
+                    out.objects.push(id);
+                }
+                return Ok(());
+            }
+            Kind::Tag => {
+                if seen.insert(id) {
+                    out.objects.push(id);
+                }
+                let tag = gix::objs::TagRefIter::from_bytes(&data, repo.object_hash());
+                id = tag.target_id().map_err(GitError::internal)?;
+            }
+        }
+    }
+    Err(GitError::BadRequest(format!(
+        "tag chain too long at {want}"
+    )))
+}
+
+/// The commits to send (with their root trees), the client's commits at their edge, and the
+/// shallow boundary.
+#[derive(Default)]
+struct Walk {
+    sent: Vec<(ObjectId, ObjectId)>,
+    edges: Vec<ObjectId>,
+    shallow: Vec<ObjectId>,
+    unshallow: Vec<ObjectId>,
+}
+
+/// A commit's place in the painting walk.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Paint {
+    /// Queued as wanted.
+    Wanted,
+    /// Queued as had by the client (or excluded by `deepen-not`).
+    Had,
+    /// Taken from the queue as wanted: sent unless painted had later.
+    Taken,
+    /// Taken as had.
+    Done,
+}
+
+/// Walks newest first from the wants and from the commits the client has, painting what the
+/// latter reach as had, until no wanted commit is left in the queue (git's own way). The
+/// client's shallow commits are walked as if they had no parents.
+fn walk_painting(
+    commits: &Commits,
+    tips: &[ObjectId],
+    wanted: &Wanted,
+    graft: &HashSet<ObjectId>,
+) -> Result<Walk, GitError> {
+    let mut paint: HashMap<ObjectId, Paint> = HashMap::new();
+    let mut links: HashMap<ObjectId, Links> = HashMap::new();
+    let mut queue: BinaryHeap<(i64, ObjectId)> = BinaryHeap::new();
+    let mut wanted_queued = 0usize;
+    let mut order = Vec::new();
+    let since = match wanted.deepen {
+        Deepen::Since(t) => Some(t),
+        _ => None,
+    };
+    let had_tips: Vec<ObjectId> = match &wanted.deepen {
+        Deepen::Not(not) => wanted.common.iter().chain(not).copied().collect(),
+        _ => wanted.common.clone(),
+    };
+    let push = |id: ObjectId,
+                had: bool,
+                paint: &mut HashMap<ObjectId, Paint>,
+                queue: &mut BinaryHeap<(i64, ObjectId)>,
+                links: &mut HashMap<ObjectId, Links>,
+                wanted_queued: &mut usize|
+     -> Result<(), GitError> {
+        match paint.get(&id).copied() {
+            None => {
+                let l = commits.links(&id)?;
+                queue.push((l.time, id));
+                links.insert(id, l);
+                paint.insert(id, if had { Paint::Had } else { Paint::Wanted });
+                if !had {
+                    *wanted_queued += 1;
+                }
+            }
+            Some(Paint::Wanted) if had => {
+                paint.insert(id, Paint::Had);
+                *wanted_queued -= 1;
+            }
+            Some(Paint::Taken) if had => {
+                paint.insert(id, Paint::Had);
+                queue.push((links[&id].time, id));
+            }
+            _ => {}
+        }
+        Ok(())
+    };
+    for id in &had_tips {
+        push(
+            *id,
+            true,
+            &mut paint,
+            &mut queue,
+            &mut links,
+            &mut wanted_queued,
+        )?;
+    }
+    for id in tips {
+        push(
+            *id,
+            false,
+            &mut paint,
+            &mut queue,
+            &mut links,
+            &mut wanted_queued,
+        )?;
+    }
+    let mut cut_by_age = HashSet::new();
+    while wanted_queued > 0 {
+        let Some((_, id)) = queue.pop() else { break };
+        let state = paint[&id];
+        let had = match state {
+            Paint::Wanted => {
+                wanted_queued -= 1;
+                false
+            }
+            Paint::Had => true,
+            Paint::Taken | Paint::Done => continue,
+        };
+        if !had && since.is_some_and(|t| links[&id].time < t) {
+            cut_by_age.insert(id);
+            paint.insert(id, Paint::Done);
+            continue;
+        }
+        paint.insert(id, if had { Paint::Done } else { Paint::Taken });
+        if !had {
+            order.push(id);
+        }
+        if graft.contains(&id) {
+            continue;
+        }
+        let parents = links[&id].parents.clone();
+        for parent in parents {
+            push(
+                parent,
+                had,
+                &mut paint,
+                &mut queue,
+                &mut links,
+                &mut wanted_queued,
+            )?;
+        }
+    }
+    let mut walk = Walk::default();
+    let mut edges = HashSet::new();
+    let deepen_not = matches!(wanted.deepen, Deepen::Not(_));
+    let common: HashSet<&ObjectId> = wanted.common.iter().collect();
+    for id in order {
+        if paint[&id] != Paint::Taken {
+            continue;
+        }
+        let l = &links[&id];
+        let mut boundary = false;
+        if !graft.contains(&id) {
+            for parent in &l.parents {
+                match paint.get(parent) {
+                    Some(Paint::Taken) => {}
+                    _ if cut_by_age.contains(parent) => boundary = true,
+                    _ if deepen_not && !common.contains(parent) => boundary = true,
+                    _ => {
+                        if edges.insert(*parent) {
+                            walk.edges.push(*parent);
+                        }
+                    }
+                }
+            }
+        }
+        if boundary {
+            walk.shallow.push(id);
+        }
+        walk.sent.push((id, l.tree));
+    }
+    Ok(walk)
+}
+
+/// Walks breadth first from the wants to `depth` commits; the commits at the last level that
+/// have parents become shallow. Client shallow commits reached above the last level are
+/// unshallowed: their parents are walked too.
+fn walk_depth(
+    commits: &Commits,
+    tips: &[ObjectId],
+    wanted: &Wanted,
+    graft: &HashSet<ObjectId>,
+    depth: u32,
+) -> Result<Walk, GitError> {
+    let common: HashSet<&ObjectId> = wanted.common.iter().collect();
+    let mut level: HashMap<ObjectId, u32> = HashMap::new();
+    let mut queue: VecDeque<ObjectId> = VecDeque::new();
+    for tip in tips {
+        if level.insert(*tip, 1).is_none() {
+            queue.push_back(*tip);
+        }
+    }
+    let mut walk = Walk::default();
+    while let Some(id) = queue.pop_front() {
+        let at = level[&id];
+        let l = commits.links(&id)?;
+        let last = at >= depth;
+        if graft.contains(&id) {
+            if last {
+                continue;
+            }
+            walk.unshallow.push(id);
+        } else if common.contains(&id) {
+            continue;
+        } else {
+            if last && !l.parents.is_empty() {
+                walk.shallow.push(id);
+            }
+            walk.sent.push((id, l.tree));
+        }
+        if last {
+            continue;
+        }
+        for parent in l.parents {
+            if let std::collections::hash_map::Entry::Vacant(e) = level.entry(parent) {
+                e.insert(at + 1);
+                queue.push_back(parent);
+            }
+        }
+    }
+    Ok(walk)
+}
+
+/// The tree walk: every tree and blob not seen yet, as the filter lets them through.
+struct Trees<'a> {
+    repo: &'a Repo<'a>,
+    filter: Filter,
+    seen: HashSet<ObjectId>,
+}
+
+impl Trees<'_> {
+    /// Marks `tree` and everything below it as on the client already.
+    fn mark_had(&mut self, tree: ObjectId) -> Result<(), GitError> {
+        let mut stack = vec![tree];
+        while let Some(id) = stack.pop() {
+            if !self.seen.insert(id) {
+                continue;
+            }
+            let data = self.read_tree(&id)?;
+            for entry in gix::objs::TreeRefIter::from_bytes(&data, self.repo.object_hash()) {
+                let entry = entry.map_err(GitError::internal)?;
+                if entry.mode.is_tree() {
+                    stack.push(entry.oid.to_owned());
+                } else if !entry.mode.is_commit() {
+                    self.seen.insert(entry.oid.to_owned());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds `tree` and what it holds that is not seen yet to `out`.
+    fn add(&mut self, tree: ObjectId, out: &mut Vec<ObjectId>) -> Result<(), GitError> {
+        let mut stack = vec![tree];
+        while let Some(id) = stack.pop() {
+            if !self.seen.insert(id) {
+                continue;
+            }
+            out.push(id);
+            let data = self.read_tree(&id)?;
+            for entry in gix::objs::TreeRefIter::from_bytes(&data, self.repo.object_hash()) {
+                let entry = entry.map_err(GitError::internal)?;
+                let id = entry.oid.to_owned();
+                if entry.mode.is_tree() {
+                    stack.push(id);
+                } else if !entry.mode.is_commit() && self.blob_passes(&id)? && self.seen.insert(id)
+                {
+                    out.push(id);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn blob_passes(&self, id: &ObjectId) -> Result<bool, GitError> {
+        Ok(match self.filter {
+            Filter::None => true,
+            Filter::NoBlobs | Filter::NoTrees => false,
+            Filter::BlobLimit(limit) => self.repo.object_size(id)? <= limit,
+        })
+    }
+
+    fn read_tree(&self, id: &ObjectId) -> Result<std::sync::Arc<Vec<u8>>, GitError> {
+        match self.repo.read_object(id)? {
+            Some((Kind::Tree, data)) => Ok(data),
+            _ => Err(GitError::internal_msg(format!("missing tree {id}"))),
+        }
+    }
+}

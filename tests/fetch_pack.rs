@@ -1,0 +1,169 @@
+//! The objects a fetch selects and the pack written from them, checked by git itself: the
+//! pack indexed by `git index-pack` into an empty repository, whose refs then pass
+//! `git fsck --strict` and list the objects git would have sent.
+
+mod common;
+
+use cgitd::git::Repo;
+use cgitd::git::fetch::{Deepen, Filter, Wanted, select, write_pack};
+use common::*;
+use gix::ObjectId;
+use std::path::Path;
+
+/// A history of three commits on main and one on a topic branch, with a tag, a binary file
+/// and a rename, packed as git packs it.
+fn build(root: &Path) -> std::path::PathBuf {
+    let work = root.join("work");
+    init_repo(&work);
+    write(&work, "README", "hello\n");
+    write(&work, "src/main.rs", "fn main() {}\n");
+    commit_all(&work, "first", "2024-01-01T10:00:00+00:00");
+    git(&work, &["tag", "-a", "v1.0", "-m", "Version 1.0"]);
+    write(&work, "data.bin", [0u8, 1, 2, 255, 0, 7].repeat(500));
+    write(&work, "README", "hello\nagain\n");
+    commit_all(&work, "second", "2024-02-01T10:00:00+00:00");
+    git(&work, &["mv", "src/main.rs", "src/app.rs"]);
+    commit_all(&work, "third", "2024-03-01T10:00:00+00:00");
+    git(&work, &["checkout", "-q", "-b", "topic", "HEAD~1"]);
+    write(&work, "topic.txt", "t\n");
+    commit_all(&work, "topic", "2024-04-01T10:00:00+00:00");
+    git(&work, &["checkout", "-q", "main"]);
+    git(root, &["clone", "-q", "--bare", "work", "packed.git"]);
+    let packed = root.join("packed.git");
+    git(&packed, &["repack", "-a", "-d", "-q"]);
+    packed
+}
+
+fn id(repo: &Path, rev: &str) -> ObjectId {
+    ObjectId::from_hex(git(repo, &["rev-parse", rev]).trim().as_bytes()).unwrap()
+}
+
+fn wanted(wants: Vec<ObjectId>) -> Wanted {
+    Wanted {
+        wants,
+        common: Vec::new(),
+        client_shallow: Vec::new(),
+        deepen: Deepen::Full,
+        filter: Filter::None,
+        tags: Vec::new(),
+    }
+}
+
+/// The selection's pack, indexed into a new bare repository with `refs` set; returns it.
+fn receive(source: &Path, wanted: &Wanted, dest: &Path, refs: &[(&str, ObjectId)]) -> usize {
+    let gix_repo = gix::open(source).unwrap();
+    let repo = Repo::new(&gix_repo, None);
+    let selection = select(&repo, None, wanted).unwrap();
+    let objects = selection.objects.len();
+    let mut pack = Vec::new();
+    let written = write_pack(&gix_repo, selection.objects, &mut pack).unwrap();
+    assert_eq!(written, pack.len() as u64);
+    git(
+        dest.parent().unwrap(),
+        &["init", "-q", "--bare", dest.to_str().unwrap()],
+    );
+    let mut child = git_command(dest, &["index-pack", "--stdin", "--strict"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(&pack).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "index-pack refused the pack");
+    for (name, target) in refs {
+        git(dest, &["update-ref", name, &target.to_string()]);
+    }
+    objects
+}
+
+fn sorted_objects(repo: &Path, args: &[&str]) -> Vec<String> {
+    let mut all = vec!["rev-list", "--objects"];
+    all.extend_from_slice(args);
+    let mut lines: Vec<String> = git(repo, &all)
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().to_string())
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn a_full_clone_pack_holds_every_object_and_passes_fsck() {
+    let dir = TempDir::new("fetch-full");
+    let packed = build(dir.path());
+    let (main, topic, tag) = (
+        id(&packed, "main"),
+        id(&packed, "topic"),
+        id(&packed, "refs/tags/v1.0"),
+    );
+    let dest = dir.path().join("copy.git");
+    let sent = receive(
+        &packed,
+        &wanted(vec![main, topic, tag]),
+        &dest,
+        &[
+            ("refs/heads/main", main),
+            ("refs/heads/topic", topic),
+            ("refs/tags/v1.0", tag),
+        ],
+    );
+    git(&dest, &["fsck", "--full", "--strict", "--no-dangling"]);
+    let expected = sorted_objects(&packed, &["--all"]);
+    assert_eq!(sorted_objects(&dest, &["--all"]), expected);
+    assert_eq!(sent, expected.len(), "no object is sent twice");
+}
+
+#[test]
+fn a_fetch_sends_only_what_the_client_lacks() {
+    let dir = TempDir::new("fetch-incremental");
+    let packed = build(dir.path());
+    let (main, old) = (id(&packed, "main"), id(&packed, "main~2"));
+    let mut request = wanted(vec![main]);
+    request.common = vec![old];
+    let gix_repo = gix::open(&packed).unwrap();
+    let repo = Repo::new(&gix_repo, None);
+    let selection = select(&repo, None, &request).unwrap();
+    let mut got: Vec<String> = selection.objects.iter().map(|i| i.to_string()).collect();
+    got.sort();
+    assert_eq!(got, sorted_objects(&packed, &["main", "--not", "main~2"]));
+    assert_eq!(selection.commits, 2);
+}
+
+#[test]
+fn depth_one_sends_the_tip_as_a_shallow_commit() {
+    let dir = TempDir::new("fetch-depth");
+    let packed = build(dir.path());
+    let main = id(&packed, "main");
+    let mut request = wanted(vec![main]);
+    request.deepen = Deepen::Depth(1);
+    let gix_repo = gix::open(&packed).unwrap();
+    let repo = Repo::new(&gix_repo, None);
+    let selection = select(&repo, None, &request).unwrap();
+    assert_eq!(selection.shallow, vec![main]);
+    assert_eq!(selection.commits, 1);
+    let mut got: Vec<String> = selection.objects.iter().map(|i| i.to_string()).collect();
+    got.sort();
+    assert_eq!(got, sorted_objects(&packed, &["--no-walk", "main"]));
+}
+
+#[test]
+fn blob_none_leaves_out_every_blob_but_wanted_ones() {
+    let dir = TempDir::new("fetch-filter");
+    let packed = build(dir.path());
+    let main = id(&packed, "main");
+    let readme = id(&packed, "main:README");
+    let mut request = wanted(vec![main, readme]);
+    request.filter = Filter::NoBlobs;
+    let gix_repo = gix::open(&packed).unwrap();
+    let repo = Repo::new(&gix_repo, None);
+    let selection = select(&repo, None, &request).unwrap();
+    let blobs: Vec<&ObjectId> = selection
+        .objects
+        .iter()
+        .filter(|o| git(&packed, &["cat-file", "-t", &o.to_string()]).trim() == "blob")
+        .collect();
+    assert_eq!(blobs, vec![&readme]);
+    let trees = sorted_objects(&packed, &["--filter=blob:none", "main"]);
+    assert_eq!(selection.objects.len(), trees.len() + 1);
+}
