@@ -189,10 +189,13 @@ fn walk_painting(
     wanted: &Wanted,
     graft: &HashSet<ObjectId>,
 ) -> Result<Walk, GitError> {
-    let mut paint: HashMap<ObjectId, Paint> = HashMap::new();
-    let mut links: HashMap<ObjectId, Links> = HashMap::new();
-    let mut queue: BinaryHeap<(i64, ObjectId)> = BinaryHeap::new();
-    let mut wanted_queued = 0usize;
+    let mut painting = Painting {
+        commits,
+        paint: HashMap::new(),
+        links: HashMap::new(),
+        queue: BinaryHeap::new(),
+        wanted_queued: 0,
+    };
     let mut order = Vec::new();
     let since = match wanted.deepen {
         Deepen::Since(t) => Some(t),
@@ -202,91 +205,44 @@ fn walk_painting(
         Deepen::Not(not) => wanted.common.iter().chain(not).copied().collect(),
         _ => wanted.common.clone(),
     };
-    let push = |id: ObjectId,
-                had: bool,
-                paint: &mut HashMap<ObjectId, Paint>,
-                queue: &mut BinaryHeap<(i64, ObjectId)>,
-                links: &mut HashMap<ObjectId, Links>,
-                wanted_queued: &mut usize|
-     -> Result<(), GitError> {
-        match paint.get(&id).copied() {
-            None => {
-                let l = commits.links(&id)?;
-                queue.push((l.time, id));
-                links.insert(id, l);
-                paint.insert(id, if had { Paint::Had } else { Paint::Wanted });
-                if !had {
-                    *wanted_queued += 1;
-                }
-            }
-            Some(Paint::Wanted) if had => {
-                paint.insert(id, Paint::Had);
-                *wanted_queued -= 1;
-            }
-            Some(Paint::Taken) if had => {
-                paint.insert(id, Paint::Had);
-                queue.push((links[&id].time, id));
-            }
-            _ => {}
-        }
-        Ok(())
-    };
     for id in &had_tips {
-        push(
-            *id,
-            true,
-            &mut paint,
-            &mut queue,
-            &mut links,
-            &mut wanted_queued,
-        )?;
+        painting.push(*id, true)?;
     }
     for id in tips {
-        push(
-            *id,
-            false,
-            &mut paint,
-            &mut queue,
-            &mut links,
-            &mut wanted_queued,
-        )?;
+        painting.push(*id, false)?;
     }
     let mut cut_by_age = HashSet::new();
-    while wanted_queued > 0 {
-        let Some((_, id)) = queue.pop() else { break };
-        let state = paint[&id];
-        let had = match state {
+    while painting.wanted_queued > 0 {
+        let Some((_, id)) = painting.queue.pop() else {
+            break;
+        };
+        let had = match painting.paint[&id] {
             Paint::Wanted => {
-                wanted_queued -= 1;
+                painting.wanted_queued -= 1;
                 false
             }
             Paint::Had => true,
             Paint::Taken | Paint::Done => continue,
         };
-        if !had && since.is_some_and(|t| links[&id].time < t) {
+        if !had && since.is_some_and(|t| painting.links[&id].time < t) {
             cut_by_age.insert(id);
-            paint.insert(id, Paint::Done);
+            painting.paint.insert(id, Paint::Done);
             continue;
         }
-        paint.insert(id, if had { Paint::Done } else { Paint::Taken });
+        painting
+            .paint
+            .insert(id, if had { Paint::Done } else { Paint::Taken });
         if !had {
             order.push(id);
         }
         if graft.contains(&id) {
             continue;
         }
-        let parents = links[&id].parents.clone();
-        for parent in parents {
-            push(
-                parent,
-                had,
-                &mut paint,
-                &mut queue,
-                &mut links,
-                &mut wanted_queued,
-            )?;
+        for parent in painting.links[&id].parents.clone() {
+            painting.push(parent, had)?;
         }
     }
+    let Painting { paint, links, .. } = painting;
     let mut walk = Walk::default();
     let mut edges = HashSet::new();
     let deepen_not = matches!(wanted.deepen, Deepen::Not(_));
@@ -317,6 +273,45 @@ fn walk_painting(
         walk.sent.push((id, l.tree));
     }
     Ok(walk)
+}
+
+/// The painting walk's state: each commit's paint and links, and the queue, newest first.
+struct Painting<'a> {
+    commits: &'a Commits<'a>,
+    paint: HashMap<ObjectId, Paint>,
+    links: HashMap<ObjectId, Links>,
+    queue: BinaryHeap<(i64, ObjectId)>,
+    /// Queued commits still painted wanted: the walk ends when none is left.
+    wanted_queued: usize,
+}
+
+impl Painting<'_> {
+    /// Queues `id` painted wanted or had; a commit reached again as had is repainted had
+    /// (and queued again when it was taken, so that its parents are painted too).
+    fn push(&mut self, id: ObjectId, had: bool) -> Result<(), GitError> {
+        match self.paint.get(&id).copied() {
+            None => {
+                let links = self.commits.links(&id)?;
+                self.queue.push((links.time, id));
+                self.links.insert(id, links);
+                self.paint
+                    .insert(id, if had { Paint::Had } else { Paint::Wanted });
+                if !had {
+                    self.wanted_queued += 1;
+                }
+            }
+            Some(Paint::Wanted) if had => {
+                self.paint.insert(id, Paint::Had);
+                self.wanted_queued -= 1;
+            }
+            Some(Paint::Taken) if had => {
+                self.paint.insert(id, Paint::Had);
+                self.queue.push((self.links[&id].time, id));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
 }
 
 /// Walks breadth first from the wants to `depth` commits; the commits at the last level that
