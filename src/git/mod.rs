@@ -84,6 +84,16 @@ impl<'a> Repo<'a> {
             .map_err(|_| GitError::NotFound(format!("Bad object: {id}")))
     }
 
+    /// Whether the repository has object `id`.
+    pub fn has_object(&self, id: &gix::hash::oid) -> Result<bool, GitError> {
+        if let Some((packs, set, _)) = self.shared
+            && packs.size(set, id)?.is_some()
+        {
+            return Ok(true);
+        }
+        Ok(self.gix.has_object(id))
+    }
+
     /// The bytes of blob `id`, which a tree names: its absence is a broken repository (an
     /// internal error), not a user's mistake.
     pub fn read_named_blob(&self, id: &gix::hash::oid) -> Result<Arc<Vec<u8>>, GitError> {

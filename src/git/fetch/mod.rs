@@ -2,9 +2,11 @@
 //! its depth), the trees and blobs they add, cut by a filter; and the pack that carries them.
 
 mod pack;
+mod reach;
 mod select;
 
 pub use pack::write_pack;
+pub use reach::unreachable;
 pub use select::select;
 
 use gix::ObjectId;

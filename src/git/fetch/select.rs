@@ -15,20 +15,20 @@ use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 const MAX_EDGES: usize = 32;
 
 /// What a commit links to.
-struct Links {
+pub(super) struct Links {
     tree: ObjectId,
-    parents: Vec<ObjectId>,
+    pub(super) parents: Vec<ObjectId>,
     time: i64,
 }
 
 /// Reads commit links from the commit index when it has them, else from the objects.
-struct Commits<'a> {
-    repo: &'a Repo<'a>,
-    index: Option<&'a CommitIndex>,
+pub(super) struct Commits<'a> {
+    pub(super) repo: &'a Repo<'a>,
+    pub(super) index: Option<&'a CommitIndex>,
 }
 
 impl Commits<'_> {
-    fn links(&self, id: &ObjectId) -> Result<Links, GitError> {
+    pub(super) fn links(&self, id: &ObjectId) -> Result<Links, GitError> {
         if let Some(index) = self.index
             && let Some(pos) = index.position(id)
         {
@@ -343,7 +343,8 @@ fn walk_depth(
             }
             walk.unshallow.push(id);
         } else if common.contains(&id) {
-            continue;
+            // Had by the client, but the walk goes on: below it, down to the depth, may be
+            // commits a shallow client lacks.
         } else {
             if last && !l.parents.is_empty() {
                 walk.shallow.push(id);
