@@ -1,7 +1,7 @@
 //! cgitd: a resident, cgit-compatible git web frontend.
 //!
-//! Dependencies point one way: `http → pages → repos → git`, with `config`, `request` and
-//! `filter` beside them; `git` is plumbing over gix and imports nothing of ours but the leaf
+//! Dependencies point one way: `http → pages → repos → git`, and `http → smart → repos → git`
+//! for git's smart HTTP protocol, with `config`, `request` and `filter` beside them; `git` is plumbing over gix and imports nothing of ours but the leaf
 //! [`byte_lru`] (the eviction rule every cache shares).
 //!
 //! # Request flow
@@ -9,7 +9,8 @@
 //! A URL becomes bytes like this:
 //!
 //! 1. [`http::serve`] accepts the connection; every request reaches `http::handle`, which
-//!    answers static files and `/metrics` itself.
+//!    answers static files and `/metrics` itself, and hands git's smart HTTP requests
+//!    (`info/refs?service=git-upload-pack`, `git-upload-pack`) to `http::smart`.
 //! 2. [`request::url::parse`] turns the path and query into a [`request::PageRequest`]: the
 //!    repository (longest configured url prefix), the [`request::Page`] from the page table,
 //!    the path after it and cgit's query parameters. An unknown page is a 404 here.
@@ -41,3 +42,4 @@ pub mod http;
 pub mod pages;
 pub mod repos;
 pub mod request;
+pub mod smart;
