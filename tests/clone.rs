@@ -74,7 +74,7 @@ fn site_over(dir: TempDir, root: PathBuf, extra: &str) -> Site {
     }
 }
 
-/// `git clone --mirror` over dumb HTTP into `dest`.
+/// `git clone --mirror` over dumb HTTP (the client told not to try smart HTTP) into `dest`.
 fn clone_mirror(server: &Server, repo: &str, dest: &Path) {
     let out = git_command(
         dest.parent().unwrap(),
@@ -87,6 +87,7 @@ fn clone_mirror(server: &Server, repo: &str, dest: &Path) {
         ],
     )
     .env("GIT_TERMINAL_PROMPT", "0")
+    .env("GIT_SMART_HTTP", "0")
     .output()
     .unwrap();
     assert!(
@@ -258,6 +259,7 @@ fn a_fetch_resumes_a_partial_pack_download() {
         ],
     )
     .env("GIT_TERMINAL_PROMPT", "0")
+    .env("GIT_SMART_HTTP", "0")
     .output()
     .unwrap();
     assert!(

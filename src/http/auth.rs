@@ -106,7 +106,7 @@ pub(super) async fn post(app: &App, site: Arc<Site>, request: Request) -> Respon
 }
 
 /// The first `limit` bytes of a body (the rest is not read).
-async fn read_at_most(mut body: Body, limit: usize) -> Vec<u8> {
+pub(super) async fn read_at_most(mut body: Body, limit: usize) -> Vec<u8> {
     use http_body::Body as _;
     let mut out = Vec::new();
     while out.len() < limit {

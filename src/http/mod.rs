@@ -10,6 +10,7 @@ mod range;
 pub mod response_cache;
 pub mod scheduler;
 pub mod single_flight;
+mod smart;
 mod static_dir;
 mod stream;
 
@@ -161,6 +162,10 @@ pub fn router(app: Arc<App>) -> axum::Router {
 
 async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     let site = app.site();
+    let uri = request.uri();
+    if let Some(route) = smart::route(request.method(), uri.path(), uri.query()) {
+        return Box::pin(smart::serve(&app, site, route, request)).await;
+    }
     if request.method() == Method::POST {
         return Box::pin(auth::post(&app, site, request)).await;
     }

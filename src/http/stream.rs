@@ -26,6 +26,17 @@ pub fn spawn(
     len: u64,
     hold: impl Send + 'static,
 ) -> axum::body::Body {
+    spawn_writer(hold, move |sink| {
+        crate::pages::copy_file(&file, offset, len, sink)
+    })
+}
+
+/// Runs `write` on the blocking pool, its output the body returned; a failure cuts the body
+/// short. `hold` lives as long as the writing does.
+pub fn spawn_writer(
+    hold: impl Send + 'static,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()> + Send + 'static,
+) -> axum::body::Body {
     let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
     let runtime = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
@@ -35,8 +46,7 @@ pub fn spawn(
             buf: Vec::with_capacity(CHUNK_BYTES),
             runtime,
         };
-        let result = crate::pages::copy_file(&file, offset, len, &mut sink)
-            .and_then(|()| sink.send_pending());
+        let result = write(&mut sink).and_then(|()| sink.send_pending());
         if let Err(e) = result {
             tracing::warn!("streamed response aborted: {e}");
             // The client sees a truncated transfer instead of a complete-looking body.

@@ -21,6 +21,8 @@ pub enum PageError {
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
+    TooLarge(String),
+    #[error("{0}")]
     Unavailable(String),
     /// The server failed; the cause is logged, not shown.
     #[error("{context}")]
@@ -47,6 +49,7 @@ impl PageError {
             PageError::BadRequest(_) => 400,
             PageError::Forbidden(_) => 403,
             PageError::NotFound(_) => 404,
+            PageError::TooLarge(_) => 413,
             PageError::Unavailable(_) => 503,
             PageError::Internal { .. } => 500,
         }
@@ -58,6 +61,7 @@ impl PageError {
             PageError::BadRequest(m)
             | PageError::Forbidden(m)
             | PageError::NotFound(m)
+            | PageError::TooLarge(m)
             | PageError::Unavailable(m) => m,
             PageError::Internal { .. } => INTERNAL_MESSAGE,
         }
@@ -68,6 +72,7 @@ impl PageError {
             PageError::BadRequest(_) => "Bad request",
             PageError::Forbidden(_) => "Forbidden",
             PageError::NotFound(_) => "Not found",
+            PageError::TooLarge(_) => "Request too large",
             PageError::Unavailable(_) => "Service unavailable",
             PageError::Internal { .. } => "Internal server error",
         }

@@ -26,7 +26,7 @@ mod tree;
 
 pub use crate::request::{Page, PageRequest, Query};
 pub use cost::cost_class;
-pub use error::PageError;
+pub use error::{PageError, chain};
 
 use crate::config::Config;
 use crate::repos::{RefSnapshot, RepoState, Repos};
@@ -392,6 +392,7 @@ pub fn render_error(site: &Site, status: u16, message: &str) -> Response {
         400 => PageError::BadRequest(message),
         403 => PageError::Forbidden(message),
         404 => PageError::NotFound(message),
+        413 => PageError::TooLarge(message),
         503 => PageError::Unavailable(message),
         _ => PageError::internal("serving a request", message),
     };

@@ -1,0 +1,327 @@
+//! git's smart HTTP on the resident repositories: its routes, the request body, the work on a
+//! git worker (ref advertisement cheap, fetches expensive) and the pack, written to a
+//! temporary file there and streamed from it afterwards without holding the worker.
+
+use super::{App, client};
+use crate::git::fetch;
+use crate::pages::{self, Site};
+use crate::repos::RepoState;
+use crate::request::page::CostClass;
+use crate::smart::{self, Framing, ProtocolError, Reply, Version, WantPolicy, pktline};
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::response::Response;
+use std::io::{BufWriter, Read, Write};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The largest request body taken (after decompression): enough for some 300,000 haves.
+const MAX_BODY: usize = 16 << 20;
+/// How long a client may take to send its request.
+const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A smart HTTP request, by its path and query.
+pub(super) enum Route {
+    /// `GET /<repo>/info/refs?service=git-upload-pack`.
+    Advertise(String),
+    /// `POST /<repo>/git-upload-pack`.
+    UploadPack(String),
+    /// Either URL of `git-receive-pack`: pushes, refused.
+    ReceivePack,
+}
+
+/// The smart HTTP route of a request, if it is one.
+pub(super) fn route(method: &Method, path: &str, query: Option<&str>) -> Option<Route> {
+    if method == Method::GET || method == Method::HEAD {
+        let repo = path.strip_suffix("/info/refs")?;
+        let service = query?.split('&').find_map(|p| p.strip_prefix("service="))?;
+        return match service {
+            "git-upload-pack" => Some(Route::Advertise(repo.to_string())),
+            "git-receive-pack" => Some(Route::ReceivePack),
+            _ => None,
+        };
+    }
+    if method != Method::POST {
+        return None;
+    }
+    if let Some(repo) = path.strip_suffix("/git-upload-pack") {
+        return Some(Route::UploadPack(repo.to_string()));
+    }
+    path.ends_with("/git-receive-pack")
+        .then_some(Route::ReceivePack)
+}
+
+/// Answers a smart HTTP request.
+pub(super) async fn serve(app: &App, site: Arc<Site>, route: Route, request: Request) -> Response {
+    let repo_path = match &route {
+        Route::ReceivePack => {
+            return plain(StatusCode::FORBIDDEN, "Pushing is not supported here\n");
+        }
+        Route::Advertise(path) | Route::UploadPack(path) => path.clone(),
+    };
+    if !site.config.globals.enable_http_clone {
+        return error(&site, 404, "Invalid request");
+    }
+    let Some(state) = repository(&site, &repo_path) else {
+        return error(&site, 404, "Repository not found");
+    };
+    let version = Version::from_header(
+        request
+            .headers()
+            .get("git-protocol")
+            .and_then(|v| v.to_str().ok()),
+    );
+    let auth = site
+        .config
+        .globals
+        .auth_filter
+        .is_some()
+        .then(|| super::auth::auth_request(&site, &request, None));
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(std::net::Ipv4Addr::LOCALHOST.into(), |c| c.0.ip());
+    let forwarded = request
+        .headers()
+        .get("x-forwarded-for")
+        .and_then(|v| v.to_str().ok());
+    let client_key = client::client_key(client::client_addr(
+        peer,
+        forwarded,
+        &site.config.globals.trusted_proxies,
+    ));
+    let (class, body) = match route {
+        Route::Advertise(_) => (CostClass::Cheap, None),
+        _ => match read_body(request).await {
+            Ok(body) => (CostClass::Expensive, Some(body)),
+            Err(failure) => return failure.response(&site),
+        },
+    };
+    let worker_site = Arc::clone(&site);
+    let job = move || {
+        if let Some(auth) = &auth
+            && !crate::auth::authenticated(&worker_site, auth)
+        {
+            return Err(Failure::Forbidden);
+        }
+        match &body {
+            None => advertise(&state, version),
+            Some(body) => upload_pack(&state, version, body),
+        }
+    };
+    let answer = match app.scheduler.run(class, client_key, job).await {
+        Ok(done) => done.value,
+        Err(shed) => return super::to_http(super::shed_page(&site, shed), ()),
+    };
+    match answer {
+        Ok(Answer::Bytes(bytes)) => {
+            let kind = if class == CostClass::Cheap {
+                "advertisement"
+            } else {
+                "result"
+            };
+            git_response(kind, Body::from(bytes))
+        }
+        Ok(Answer::Pack(pack)) => match Arc::clone(&app.streams).try_acquire_owned() {
+            Ok(slot) => git_response(
+                "result",
+                super::stream::spawn_writer(slot, move |out| pack.send(out)),
+            ),
+            Err(_) => error(&site, 503, "Too many downloads; retry shortly"),
+        },
+        Err(failure) => failure.response(&site),
+    }
+}
+
+/// The repository whose URL is `path`.
+fn repository(site: &Site, path: &str) -> Option<Arc<RepoState>> {
+    let req = crate::request::url::parse(&site.config, path, None).ok()?;
+    if req.page_named || req.path.is_some() {
+        return None;
+    }
+    site.repos.get(req.repo.as_deref()?).cloned()
+}
+
+/// What a fetch answers: bytes, or the bytes around a pack.
+enum Answer {
+    Bytes(Vec<u8>),
+    Pack(Box<PackFile>),
+}
+
+/// A pack written to a temporary file, with what goes before and after it.
+struct PackFile {
+    preamble: Vec<u8>,
+    progress: Option<String>,
+    file: std::fs::File,
+    len: u64,
+    framing: Framing,
+    flush_after: bool,
+}
+
+impl PackFile {
+    fn send(self, out: &mut dyn Write) -> std::io::Result<()> {
+        out.write_all(&self.preamble)?;
+        if let Some(message) = &self.progress {
+            let mut packet = Vec::new();
+            pktline::band(&mut packet, 2, message.as_bytes(), pktline::MAX_PACKET);
+            out.write_all(&packet)?;
+        }
+        match self.framing {
+            Framing::Raw => pages::copy_file(&self.file, 0, self.len, out)?,
+            Framing::SideBand(max) => {
+                let mut band = pktline::BandWriter { out, max };
+                pages::copy_file(&self.file, 0, self.len, &mut band)?;
+            }
+        }
+        if self.flush_after {
+            out.write_all(b"0000")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a request got no git answer.
+enum Failure {
+    Forbidden,
+    TooLarge,
+    /// The body could not be read (or decompressed).
+    BadBody(&'static str),
+    Protocol(ProtocolError),
+    Internal(String),
+}
+
+impl Failure {
+    fn response(self, site: &Site) -> Response {
+        match self {
+            Failure::Forbidden => error(site, 403, "Authentication required"),
+            Failure::TooLarge => error(site, 413, "Request too large"),
+            Failure::BadBody(why) => error(site, 400, why),
+            Failure::Protocol(ProtocolError::Framing(e)) => error(site, 400, &e.to_string()),
+            // git shows the message of an error packet as `remote error: …`.
+            Failure::Protocol(e) => {
+                tracing::info!(target: "cgitd::request", "upload-pack refused: {e}");
+                git_response("result", Body::from(smart::error_packet(&e.to_string())))
+            }
+            Failure::Internal(cause) => {
+                tracing::error!(target: "cgitd::request", "upload-pack: {cause}");
+                error(site, 500, "Internal error")
+            }
+        }
+    }
+}
+
+impl From<ProtocolError> for Failure {
+    fn from(e: ProtocolError) -> Failure {
+        Failure::Protocol(e)
+    }
+}
+
+/// The request body, gunzipped when it came compressed, at most [`MAX_BODY`] bytes.
+async fn read_body(request: Request) -> Result<Vec<u8>, Failure> {
+    let gzipped = request
+        .headers()
+        .get(header::CONTENT_ENCODING)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"));
+    let read = super::auth::read_at_most(request.into_body(), MAX_BODY + 1);
+    let body = tokio::time::timeout(BODY_TIMEOUT, read)
+        .await
+        .map_err(|_| Failure::BadBody("Request timed out"))?;
+    if body.len() > MAX_BODY {
+        return Err(Failure::TooLarge);
+    }
+    if !gzipped {
+        return Ok(body);
+    }
+    let mut plain = Vec::new();
+    flate2::read::GzDecoder::new(&body[..])
+        .take(MAX_BODY as u64 + 1)
+        .read_to_end(&mut plain)
+        .map_err(|_| Failure::BadBody("Bad gzip request body"))?;
+    if plain.len() > MAX_BODY {
+        return Err(Failure::TooLarge);
+    }
+    Ok(plain)
+}
+
+/// The ref advertisement, from the resident ref snapshot.
+fn advertise(state: &RepoState, version: Version) -> Result<Answer, Failure> {
+    let refs = state
+        .with_repo(|repo| state.refs(repo))
+        .and_then(|refs| refs)
+        .map_err(|e| Failure::Internal(pages::chain(&e)))?;
+    Ok(Answer::Bytes(smart::advertise(&refs, version)))
+}
+
+/// One upload-pack request: negotiation, and the pack when the client is done.
+fn upload_pack(state: &RepoState, version: Version, body: &[u8]) -> Result<Answer, Failure> {
+    let answer = state.with_repo(|repo| {
+        let refs = state
+            .refs(repo)
+            .map_err(|e| Failure::Internal(pages::chain(&e)))?;
+        let index = state.commit_index(&refs);
+        let policy = WantPolicy::Reachable;
+        let reply = smart::answer(repo, index.as_deref(), &refs, version, policy, body)?;
+        let reply = match reply {
+            Reply::Done(bytes) => return Ok(Answer::Bytes(bytes)),
+            Reply::Pack(reply) => reply,
+        };
+        let selection =
+            fetch::select(repo, index.as_deref(), &reply.wanted).map_err(git_failure)?;
+        let progress = reply.progress.then(|| {
+            format!(
+                "Sending {} objects ({} commits)\n",
+                selection.objects.len(),
+                selection.commits
+            )
+        });
+        let preamble = reply.preamble(&selection);
+        let file =
+            tempfile::tempfile().map_err(|e| Failure::Internal(format!("temporary file: {e}")))?;
+        let mut out = BufWriter::with_capacity(256 << 10, file);
+        let len = fetch::write_pack(repo, selection.objects, &mut out).map_err(git_failure)?;
+        let file = out
+            .into_inner()
+            .map_err(|e| Failure::Internal(format!("writing the pack: {e}")))?;
+        Ok(Answer::Pack(Box::new(PackFile {
+            preamble,
+            progress,
+            file,
+            len,
+            framing: reply.framing,
+            flush_after: reply.flush_after,
+        })))
+    });
+    answer.map_err(|e| Failure::Internal(pages::chain(&e)))?
+}
+
+fn git_failure(e: crate::git::GitError) -> Failure {
+    match e {
+        crate::git::GitError::NotFound(m) | crate::git::GitError::BadRequest(m) => {
+            Failure::Protocol(ProtocolError::Bad(m))
+        }
+        other => Failure::Internal(pages::chain(&other)),
+    }
+}
+
+/// A response of git's content type `application/x-git-upload-pack-<kind>`, never cached.
+fn git_response(kind: &str, body: Body) -> Response {
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(&format!("application/x-git-upload-pack-{kind}")) {
+        headers.insert(header::CONTENT_TYPE, value);
+    }
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+fn error(site: &Site, status: u16, message: &str) -> Response {
+    super::to_http(pages::render_error(site, status, message), ())
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response {
+    let mut response = Response::new(Body::from(text));
+    *response.status_mut() = status;
+    response
+}
