@@ -220,6 +220,13 @@ fn print_globals(g: &cgitd::config::Globals) {
     );
     println!("  fragment-cache-size      {}", g.fragment_cache_size);
     println!("  response-cache-size      {}", g.response_cache_size);
+    let clone = if g.enable_http_clone {
+        "smart HTTP (upload-pack v0/v1/v2) and dumb HTTP"
+    } else {
+        "off (enable-http-clone=0)"
+    };
+    println!("  http clone               {clone}");
+    println!("  clone-cache-size         {}", g.clone_cache_size);
     println!(
         "  metrics-path             {}",
         g.metrics_path.as_deref().unwrap_or("(off)")

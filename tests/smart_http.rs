@@ -436,3 +436,43 @@ fn disabled_http_clone_answers_404() {
         .unwrap();
     assert!(!out.status.success());
 }
+
+#[test]
+fn an_identical_clone_is_sent_the_kept_pack() {
+    let site = Site::new("metrics-path=/metrics\n");
+    let packs = |source: &str| {
+        metric(
+            &site.server,
+            &format!("cgitd_upload_pack_packs_total{{source=\"{source}\"}}"),
+        )
+    };
+    for (name, args) in [("full", &[][..]), ("depth", &["--depth", "1"][..])] {
+        let written = packs("written");
+        let kept = packs("kept");
+        let first = site.clone(2, &format!("{name}-1"), args);
+        let second = site.clone(0, &format!("{name}-2"), args);
+        assert_eq!(packs("written"), written + 1.0, "{name}");
+        assert_eq!(packs("kept"), kept + 1.0, "{name}");
+        assert_eq!(refs(&first), refs(&second), "{name}");
+        fsck(&second);
+    }
+    let depth = site.dir.path().join("depth-2");
+    assert_eq!(commit_count(&depth), 1);
+    // New commits make a new clone a different request: written, not kept.
+    site.add_commits(1);
+    let written = packs("written");
+    let third = site.clone(2, "full-3", &[]);
+    assert_eq!(packs("written"), written + 1.0);
+    assert_eq!(commit_count(&third), 7);
+    fsck(&third);
+}
+
+#[test]
+fn a_zero_clone_cache_keeps_no_pack() {
+    let site = Site::new("metrics-path=/metrics\nclone-cache-size=0\n");
+    site.clone(2, "one", &[]);
+    site.clone(2, "two", &[]);
+    let written = "cgitd_upload_pack_packs_total{source=\"written\"}";
+    assert_eq!(metric(&site.server, written), 2.0);
+    assert!(metric(&site.server, "cgitd_upload_pack_bytes_total") > 0.0);
+}

@@ -181,6 +181,8 @@ pub struct Globals {
     pub fragment_cache_size: usize,
     /// cgitd: byte budget of the whole-response cache (0 turns it off).
     pub response_cache_size: usize,
+    /// cgitd: byte budget of the clone packs kept in temporary files (0 turns it off).
+    pub clone_cache_size: usize,
     /// cgitd: path of the Prometheus metrics endpoint, if enabled.
     pub metrics_path: Option<String>,
     /// cgitd: signature line at the end of each patch.
@@ -279,6 +281,7 @@ impl Default for Globals {
             strict_export: None,
             fragment_cache_size: 64 << 20,
             response_cache_size: 64 << 20,
+            clone_cache_size: 1 << 30,
             metrics_path: None,
             scheduling: Scheduling::default(),
             trusted_proxies: Vec::new(),

@@ -392,6 +392,7 @@ impl Parser {
             "strict-export" => g.strict_export = non_empty(value),
             "fragment-cache-size" => g.fragment_cache_size = count,
             "response-cache-size" => g.response_cache_size = count,
+            "clone-cache-size" => g.clone_cache_size = count,
             "metrics-path" => g.metrics_path = non_empty(value),
             "patch-signature" => g.patch_signature = value.into(),
             "git-workers" => g.scheduling.workers = count,

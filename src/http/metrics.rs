@@ -1,5 +1,5 @@
 //! Prometheus metrics: requests and latency per page, the scheduler's queues per cost class,
-//! fragment cache counters, in-process highlighting, ref snapshot rebuilds and pages cut short by their work budget.
+//! fragment cache counters, upload-pack's packs, bytes and phases, in-process highlighting, ref snapshot rebuilds and pages cut short by their work budget.
 
 use super::response_cache::Stats as ResponseStats;
 use super::scheduler::Scheduler;
@@ -26,7 +26,12 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    pub fn new(site: &Site, scheduler: &Scheduler, responses: &ResponseStats) -> Metrics {
+    pub fn new(
+        site: &Site,
+        scheduler: &Scheduler,
+        responses: &ResponseStats,
+        upload_pack: &super::smart::Stats,
+    ) -> Metrics {
         let cache = &site.fragments.stats;
         let mut registry = Registry::with_prefix("cgitd");
         let requests = Family::<Labels, Counter>::default();
@@ -39,6 +44,7 @@ impl Metrics {
             latency.clone(),
         );
         scheduler.register(&mut registry);
+        upload_pack.register(&mut registry);
         registry.register(
             "budget_cutoffs",
             "Pages whose work stopped at its budget and that say so (partial pages)",

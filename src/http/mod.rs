@@ -6,6 +6,7 @@ mod client;
 pub mod compress;
 mod embedded;
 mod metrics;
+mod pack_cache;
 mod range;
 pub mod response_cache;
 pub mod scheduler;
@@ -57,6 +58,9 @@ pub struct App {
     streams: Arc<Semaphore>,
     /// Whole responses of repeated pages (cleared on reload).
     responses: ResponseCache,
+    /// Packs of repeated clones.
+    packs: Arc<pack_cache::PackCache>,
+    upload_pack: Arc<smart::Stats>,
     metrics: metrics::Metrics,
     requests: AtomicU64,
     config_path: Option<std::path::PathBuf>,
@@ -89,14 +93,18 @@ impl App {
     pub fn new(config: Config, config_path: Option<std::path::PathBuf>) -> Arc<App> {
         let scheduler = Scheduler::new(scheduler_limits(&config.globals.scheduling));
         let responses = ResponseCache::new(config.globals.response_cache_size);
+        let packs = Arc::new(pack_cache::PackCache::new(config.globals.clone_cache_size));
         let site = Site::new(config);
-        let metrics = metrics::Metrics::new(&site, &scheduler, &responses.stats);
+        let upload_pack = Arc::new(smart::Stats::new());
+        let metrics = metrics::Metrics::new(&site, &scheduler, &responses.stats, &upload_pack);
         Arc::new(App {
             site: RwLock::new(Arc::new(site)),
             scheduler,
             flights: SingleFlight::new(),
             streams: Arc::new(Semaphore::new(STREAM_PERMITS)),
             responses,
+            packs,
+            upload_pack,
             metrics,
             requests: AtomicU64::new(0),
             config_path,

@@ -2,6 +2,7 @@
 //! git worker (ref advertisement cheap, fetches expensive) and the pack, written to a
 //! temporary file there and streamed from it afterwards without holding the worker.
 
+use super::pack_cache::{KeptPack, PackCache};
 use super::{App, client};
 use crate::git::fetch;
 use crate::pages::{self, Site};
@@ -12,10 +13,14 @@ use axum::body::Body;
 use axum::extract::{ConnectInfo, Request};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
 use std::io::{BufWriter, Read, Write};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The largest request body taken (after decompression): enough for some 300,000 haves.
 const MAX_BODY: usize = 16 << 20;
@@ -100,6 +105,8 @@ pub(super) async fn serve(app: &App, site: Arc<Site>, route: Route, request: Req
         },
     };
     let worker_site = Arc::clone(&site);
+    let packs = Arc::clone(&app.packs);
+    let stats = Arc::clone(&app.upload_pack);
     let job = move || {
         if let Some(auth) = &auth
             && !crate::auth::authenticated(&worker_site, auth)
@@ -108,7 +115,7 @@ pub(super) async fn serve(app: &App, site: Arc<Site>, route: Route, request: Req
         }
         match &body {
             None => advertise(&state, version),
-            Some(body) => upload_pack(&state, version, body),
+            Some(body) => upload_pack(&state, &packs, &stats, version, body),
         }
     };
     let answer = match app.scheduler.run(class, client_key, job).await {
@@ -127,11 +134,67 @@ pub(super) async fn serve(app: &App, site: Arc<Site>, route: Route, request: Req
         Ok(Answer::Pack(pack)) => match Arc::clone(&app.streams).try_acquire_owned() {
             Ok(slot) => git_response(
                 "result",
-                super::stream::spawn_writer(slot, move |out| pack.send(out)),
+                super::stream::spawn_writer(slot, {
+                    let stats = Arc::clone(&app.upload_pack);
+                    move |out| {
+                        let len = pack.pack.len;
+                        pack.send(out)?;
+                        stats.bytes.inc_by(len);
+                        Ok(())
+                    }
+                }),
             ),
             Err(_) => error(&site, 503, "Too many downloads; retry shortly"),
         },
         Err(failure) => failure.response(&site),
+    }
+}
+
+/// What upload-pack did: packs by where they came from, bytes sent, time per phase.
+pub(super) struct Stats {
+    packs: Family<Labels, Counter>,
+    bytes: Counter,
+    phases: Family<Labels, Histogram, fn() -> Histogram>,
+}
+
+type Labels = Vec<(&'static str, &'static str)>;
+
+impl Stats {
+    pub(super) fn new() -> Stats {
+        Stats {
+            packs: Family::default(),
+            bytes: Counter::default(),
+            phases: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.000_5, 2.0, 18))
+            }),
+        }
+    }
+
+    pub(super) fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "upload_pack_packs",
+            "Packs sent to clones and fetches, by source (written, or kept from an identical clone)",
+            self.packs.clone(),
+        );
+        registry.register(
+            "upload_pack_bytes",
+            "Pack bytes sent to clones and fetches",
+            self.bytes.clone(),
+        );
+        registry.register(
+            "upload_pack_phase_seconds",
+            "Time of upload-pack's phases on a git worker: negotiation, counting (choosing the objects), writing (the pack)",
+            self.phases.clone(),
+        );
+    }
+
+    fn time<R>(&self, phase: &'static str, work: impl FnOnce() -> R) -> R {
+        let started = Instant::now();
+        let result = work();
+        self.phases
+            .get_or_create(&vec![("phase", phase)])
+            .observe(started.elapsed().as_secs_f64());
+        result
     }
 }
 
@@ -150,12 +213,11 @@ enum Answer {
     Pack(Box<PackFile>),
 }
 
-/// A pack written to a temporary file, with what goes before and after it.
+/// A pack in a temporary file, with what goes before and after it.
 struct PackFile {
     preamble: Vec<u8>,
     progress: Option<String>,
-    file: std::fs::File,
-    len: u64,
+    pack: Arc<KeptPack>,
     framing: Framing,
     flush_after: bool,
 }
@@ -169,10 +231,10 @@ impl PackFile {
             out.write_all(&packet)?;
         }
         match self.framing {
-            Framing::Raw => pages::copy_file(&self.file, 0, self.len, out)?,
+            Framing::Raw => pages::copy_file(&self.pack.file, 0, self.pack.len, out)?,
             Framing::SideBand(max) => {
                 let mut band = pktline::BandWriter { out, max };
-                pages::copy_file(&self.file, 0, self.len, &mut band)?;
+                pages::copy_file(&self.pack.file, 0, self.pack.len, &mut band)?;
             }
         }
         if self.flush_after {
@@ -255,45 +317,95 @@ fn advertise(state: &RepoState, version: Version) -> Result<Answer, Failure> {
 }
 
 /// One upload-pack request: negotiation, and the pack when the client is done.
-fn upload_pack(state: &RepoState, version: Version, body: &[u8]) -> Result<Answer, Failure> {
+/// A clone's pack comes from `packs` when an identical clone left it there.
+fn upload_pack(
+    state: &RepoState,
+    packs: &PackCache,
+    stats: &Stats,
+    version: Version,
+    body: &[u8],
+) -> Result<Answer, Failure> {
     let answer = state.with_repo(|repo| {
         let refs = state
             .refs(repo)
             .map_err(|e| Failure::Internal(pages::chain(&e)))?;
         let index = state.commit_index(&refs);
         let policy = WantPolicy::Reachable;
-        let reply = smart::answer(repo, index.as_deref(), &refs, version, policy, body)?;
+        let reply = stats.time("negotiation", || {
+            smart::answer(repo, index.as_deref(), &refs, version, policy, body)
+        })?;
         let reply = match reply {
             Reply::Done(bytes) => return Ok(Answer::Bytes(bytes)),
             Reply::Pack(reply) => reply,
         };
-        let selection =
-            fetch::select(repo, index.as_deref(), &reply.wanted).map_err(git_failure)?;
+        let key = packs
+            .keeps(&reply.wanted)
+            .then(|| (state.git_dir().to_path_buf(), reply.wanted.clone()));
+        let cached = key.as_ref().and_then(|k| packs.get(k));
+        let source = if cached.is_some() { "kept" } else { "written" };
+        stats.packs.get_or_create(&vec![("source", source)]).inc();
+        let kept = match cached {
+            Some(kept) => kept,
+            None => {
+                let kept = Arc::new(write_pack(repo, index.as_deref(), &reply.wanted, stats)?);
+                if let Some(key) = key {
+                    packs.put(key, Arc::clone(&kept));
+                }
+                kept
+            }
+        };
+        let selection = fetch::Selection {
+            shallow: kept.shallow.clone(),
+            unshallow: kept.unshallow.clone(),
+            ..Default::default()
+        };
         let progress = reply.progress.then(|| {
             format!(
                 "Sending {} objects ({} commits)\n",
-                selection.objects.len(),
-                selection.commits
+                kept.objects, kept.commits
             )
         });
-        let preamble = reply.preamble(&selection);
-        let file =
-            tempfile::tempfile().map_err(|e| Failure::Internal(format!("temporary file: {e}")))?;
-        let mut out = BufWriter::with_capacity(256 << 10, file);
-        let len = fetch::write_pack(repo, selection.objects, &mut out).map_err(git_failure)?;
-        let file = out
-            .into_inner()
-            .map_err(|e| Failure::Internal(format!("writing the pack: {e}")))?;
         Ok(Answer::Pack(Box::new(PackFile {
-            preamble,
+            preamble: reply.preamble(&selection),
             progress,
-            file,
-            len,
+            pack: kept,
             framing: reply.framing,
             flush_after: reply.flush_after,
         })))
     });
     answer.map_err(|e| Failure::Internal(pages::chain(&e)))?
+}
+
+/// Selects what `wanted` needs and writes its pack to a temporary file.
+fn write_pack(
+    repo: &crate::git::Repo,
+    index: Option<&crate::git::commit_index::CommitIndex>,
+    wanted: &fetch::Wanted,
+    stats: &Stats,
+) -> Result<KeptPack, Failure> {
+    let selection = stats
+        .time("counting", || fetch::select(repo, index, wanted))
+        .map_err(git_failure)?;
+    let (objects, commits) = (selection.objects.len(), selection.commits);
+    let file =
+        tempfile::tempfile().map_err(|e| Failure::Internal(format!("temporary file: {e}")))?;
+    let mut out = BufWriter::with_capacity(256 << 10, file);
+    let len = stats
+        .time("writing", || {
+            fetch::write_pack(repo, selection.objects, &mut out)
+        })
+        .map_err(git_failure)?;
+    let file = out
+        .into_inner()
+        .map_err(|e| Failure::Internal(format!("writing the pack: {e}")))?;
+    Ok(KeptPack {
+        file,
+        len,
+        objects,
+        commits,
+        shallow: selection.shallow,
+        unshallow: selection.unshallow,
+    })
 }
 
 fn git_failure(e: crate::git::GitError) -> Failure {
