@@ -354,11 +354,6 @@ fn upload_pack(
                 kept
             }
         };
-        let selection = fetch::Selection {
-            shallow: kept.shallow.clone(),
-            unshallow: kept.unshallow.clone(),
-            ..Default::default()
-        };
         let progress = reply.progress.then(|| {
             format!(
                 "Sending {} objects ({} commits)\n",
@@ -366,7 +361,7 @@ fn upload_pack(
             )
         });
         Ok(Answer::Pack(Box::new(PackFile {
-            preamble: reply.preamble(&selection),
+            preamble: reply.preamble(&kept.shallow, &kept.unshallow),
             progress,
             pack: kept,
             framing: reply.framing,

@@ -8,7 +8,7 @@ mod v0;
 mod v2;
 
 use crate::git::commit_index::CommitIndex;
-use crate::git::fetch::{Deepen, Filter, Selection, Wanted};
+use crate::git::fetch::{Deepen, Filter, Wanted};
 use crate::git::{GitError, Repo};
 use crate::repos::RefSnapshot;
 use gix::ObjectId;
@@ -332,17 +332,17 @@ impl Session<'_> {
 
 impl PackReply {
     /// What goes before the pack: the acknowledgments and section headers around the shallow
-    /// boundary of `selection`.
-    pub fn preamble(&self, selection: &Selection) -> Vec<u8> {
+    /// boundary (commits now `shallow`, and the client's shallow commits now `unshallow`).
+    pub fn preamble(&self, shallow: &[ObjectId], unshallow: &[ObjectId]) -> Vec<u8> {
         let mut out = self.before_shallow.clone();
         if self.shallow_section == ShallowSection::V2 {
             pktline::text(&mut out, "shallow-info\n");
         }
         if self.shallow_section != ShallowSection::None && self.wanted.deepen != Deepen::Full {
-            for id in &selection.shallow {
+            for id in shallow {
                 pktline::text(&mut out, &format!("shallow {id}\n"));
             }
-            for id in &selection.unshallow {
+            for id in unshallow {
                 pktline::text(&mut out, &format!("unshallow {id}\n"));
             }
         }

@@ -151,7 +151,9 @@ pub fn answer(session: &Session, body: &[u8]) -> Result<Reply, ProtocolError> {
         _ => crate::git::fetch::select(session.repo, session.index, &reply.wanted)
             .map_err(|e| bad(e.to_string()))?,
     };
-    Ok(Reply::Done(reply.preamble(&selection)))
+    Ok(Reply::Done(
+        reply.preamble(&selection.shallow, &selection.unshallow),
+    ))
 }
 
 /// The ACK and NAK lines for the common commits of one round.
