@@ -476,3 +476,30 @@ fn a_zero_clone_cache_keeps_no_pack() {
     assert_eq!(metric(&site.server, written), 2.0);
     assert!(metric(&site.server, "cgitd_upload_pack_bytes_total") > 0.0);
 }
+
+#[test]
+fn concurrent_clones_wait_their_turn_instead_of_a_503() {
+    // One expensive worker and a 1 ms queue deadline: a crawler's page waiting behind a clone
+    // would be shed, but git does not retry a 503, so clones wait for their turn.
+    let site = Site::new(
+        "git-workers=2\ngit-expensive-workers=1\nqueue-deadline-expensive=1\nclone-cache-size=0\n",
+    );
+    let clones: Vec<PathBuf> = std::thread::scope(|scope| {
+        let site = &site;
+        let running: Vec<_> = (1..=6)
+            .map(|depth| {
+                scope.spawn(move || {
+                    let depth = depth.to_string();
+                    let name = format!("concurrent-{depth}");
+                    site.clone(2, &name, &["--bare", "--depth", &depth])
+                })
+            })
+            .collect();
+        running.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let counts: Vec<usize> = clones.iter().map(|c| commit_count(c)).collect();
+    assert_eq!(counts[0], 1);
+    assert!(counts.windows(2).all(|w| w[0] <= w[1]), "{counts:?}");
+    assert!(counts[5] > counts[0], "{counts:?}");
+    clones.iter().for_each(|c| fsck(c));
+}

@@ -5,6 +5,7 @@ mod auth;
 mod client;
 pub mod compress;
 mod embedded;
+mod fetch_gate;
 mod metrics;
 mod pack_cache;
 mod range;
@@ -44,6 +45,9 @@ const INLINE_COMPRESSION: usize = 16 << 10;
 
 /// File bodies (archives, clone files) being sent at once; each holds a blocking thread.
 const STREAM_PERMITS: usize = 64;
+/// How long a clone or fetch waits for its turn on the git workers before a 503: long, since
+/// git does not retry, and a turn comes within a few clones' time.
+const FETCH_PATIENCE: Duration = Duration::from_secs(120);
 
 /// A render as every identical concurrent request receives it: the page, with the time it
 /// waited for a worker and the time it took; or why it was not rendered.
@@ -60,6 +64,8 @@ pub struct App {
     responses: ResponseCache,
     /// Packs of repeated clones.
     packs: Arc<pack_cache::PackCache>,
+    /// Clones and fetches admitted to the git workers.
+    fetches: fetch_gate::FetchGate,
     upload_pack: Arc<smart::Stats>,
     metrics: metrics::Metrics,
     requests: AtomicU64,
@@ -96,6 +102,12 @@ impl App {
         let packs = Arc::new(pack_cache::PackCache::new(config.globals.clone_cache_size));
         let site = Site::new(config);
         let upload_pack = Arc::new(smart::Stats::new());
+        let limits = scheduler.limits();
+        let fetches = fetch_gate::FetchGate::new(
+            limits.expensive_workers,
+            limits.expensive_queue,
+            FETCH_PATIENCE,
+        );
         let metrics = metrics::Metrics::new(&site, &scheduler, &responses.stats, &upload_pack);
         Arc::new(App {
             site: RwLock::new(Arc::new(site)),
@@ -104,6 +116,7 @@ impl App {
             streams: Arc::new(Semaphore::new(STREAM_PERMITS)),
             responses,
             packs,
+            fetches,
             upload_pack,
             metrics,
             requests: AtomicU64::new(0),

@@ -29,6 +29,10 @@
 //!   expensive job to run is one of a client with the fewest running expensive jobs. A client
 //!   alone may use the whole class.
 //!
+//! - [`Scheduler::run_first`] queues a job ahead of every other job of its class, never shed
+//!   for its wait: for work whose client does not retry a 503 (git's clones and fetches). Its
+//!   caller bounds how many such jobs are queued at once.
+//!
 //! [`Scheduler::run`] returns [`Done`] with the value, the queue wait and the run time, so
 //! the caller can log "class, queue wait, render time" per request. A job that panics does not
 //! take its worker down: the panic is caught and logged, and the caller gets
@@ -347,18 +351,53 @@ impl Scheduler {
         R: Send + 'static,
         F: FnOnce() -> R + Send + 'static,
     {
+        self.queue(class, client, Lane::Bounded, job).await
+    }
+
+    /// Like [`Scheduler::run`], but the job waits ahead of every job of its class queued
+    /// with `run`, and is never shed for its wait (nor refused for a full queue): it runs at
+    /// the class's next free slot, or is withdrawn when its caller goes away. The caller
+    /// bounds how many such jobs it queues at once.
+    pub async fn run_first<R, F>(
+        &self,
+        class: CostClass,
+        client: u64,
+        job: F,
+    ) -> Result<Done<R>, Shed>
+    where
+        R: Send + 'static,
+        F: FnOnce() -> R + Send + 'static,
+    {
+        self.queue(class, client, Lane::First, job).await
+    }
+
+    async fn queue<R, F>(
+        &self,
+        class: CostClass,
+        client: u64,
+        lane: Lane,
+        job: F,
+    ) -> Result<Done<R>, Shed>
+    where
+        R: Send + 'static,
+        F: FnOnce() -> R + Send + 'static,
+    {
         let deadline = tokio::time::Instant::now() + self.inner.limits.deadline(class);
         let (reply, mut answer) = oneshot::channel();
         let id = self
             .inner
-            .submit(class, client, Box::new(Job { job, reply }))?;
+            .submit(class, client, lane, Box::new(Job { job, reply }))?;
         let mut withdraw = Withdraw {
             inner: &self.inner,
             class,
             id,
             armed: true,
         };
-        let answer = match tokio::time::timeout_at(deadline, &mut answer).await {
+        let waited = match lane {
+            Lane::Bounded => tokio::time::timeout_at(deadline, &mut answer).await,
+            Lane::First => Ok((&mut answer).await),
+        };
+        let answer = match waited {
             Ok(answer) => answer,
             Err(_) => match self.inner.withdraw(class, id) {
                 Some(task) => {
@@ -382,8 +421,8 @@ impl Scheduler {
     pub fn stats(&self) -> SchedulerStats {
         let state = self.inner.lock();
         SchedulerStats {
-            cheap_queued: state.queues[0].entries.len(),
-            expensive_queued: state.queues[1].entries.len(),
+            cheap_queued: state.queues[0].len(),
+            expensive_queued: state.queues[1].len(),
             cheap_running: state.queues[0].running,
             expensive_running: state.queues[1].running,
         }
@@ -424,7 +463,13 @@ impl Scheduler {
             state.shutting_down = true;
             let mut shed = Vec::new();
             for class in CostClass::ALL {
-                while let Some(entry) = state.queues[class.index()].entries.pop_front() {
+                let queue = &mut state.queues[class.index()];
+                let entries: Vec<Entry> = queue
+                    .first
+                    .drain(..)
+                    .chain(queue.entries.drain(..))
+                    .collect();
+                for entry in entries {
                     state.dequeued(class, entry.client);
                     shed.push((class, entry.task, Some(ShedReason::ShuttingDown)));
                 }
@@ -524,9 +569,20 @@ struct Entry {
     task: Box<dyn Task>,
 }
 
+/// Where a job waits in its class's queue.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lane {
+    /// With the class's deadline, CoDel and fairness rules.
+    Bounded,
+    /// Ahead of the bounded lane, without a deadline.
+    First,
+}
+
 struct Queue {
-    /// In order of arrival (and so of id).
+    /// The bounded lane, in order of arrival (and so of id).
     entries: VecDeque<Entry>,
+    /// The first lane, in order of arrival.
+    first: VecDeque<Entry>,
     running: usize,
     /// The last time this queue was empty or a job left it having waited at most the target.
     last_low: Instant,
@@ -536,6 +592,7 @@ impl Queue {
     fn new(now: Instant) -> Queue {
         Queue {
             entries: VecDeque::new(),
+            first: VecDeque::new(),
             running: 0,
             last_low: now,
         }
@@ -546,8 +603,18 @@ impl Queue {
         !self.entries.is_empty() && now.saturating_duration_since(self.last_low) > interval
     }
 
-    fn position(&self, id: u64) -> Option<usize> {
-        self.entries.binary_search_by_key(&id, |e| e.id).ok()
+    fn len(&self) -> usize {
+        self.entries.len() + self.first.len()
+    }
+
+    /// Takes the queued entry `id` out of either lane.
+    fn remove(&mut self, id: u64) -> Option<Entry> {
+        for lane in [&mut self.entries, &mut self.first] {
+            if let Ok(at) = lane.binary_search_by_key(&id, |e| e.id) {
+                return lane.remove(at);
+            }
+        }
+        None
     }
 }
 
@@ -631,13 +698,19 @@ impl Inner {
                 &state.queues[class.index()],
                 &self.metrics.class[class.index()],
             );
-            m.queued.set(q.entries.len() as i64);
+            m.queued.set(q.len() as i64);
             m.running.set(q.running as i64);
         }
     }
 
     /// Queues a job, or refuses it at once.
-    fn submit(&self, class: CostClass, client: u64, task: Box<dyn Task>) -> Result<u64, Shed> {
+    fn submit(
+        &self,
+        class: CostClass,
+        client: u64,
+        lane: Lane,
+        task: Box<dyn Task>,
+    ) -> Result<u64, Shed> {
         let now = Instant::now();
         let mut sheds = Sheds::new();
         let mut state = self.lock();
@@ -647,7 +720,8 @@ impl Inner {
         }
         self.shed_stale(&mut state, class, now, &mut sheds);
         let q = class.index();
-        if state.queues[q].entries.len() >= self.limits.queue(class).max(1) {
+        if lane == Lane::Bounded && state.queues[q].entries.len() >= self.limits.queue(class).max(1)
+        {
             let evicted = match class {
                 CostClass::Cheap => None,
                 CostClass::Expensive => self.evict_for(&mut state, client),
@@ -664,15 +738,21 @@ impl Inner {
         let id = state.next_id;
         state.next_id += 1;
         let queue = &mut state.queues[q];
-        if queue.entries.is_empty() {
-            queue.last_low = now;
-        }
-        queue.entries.push_back(Entry {
+        let entry = Entry {
             id,
             client,
             enqueued: now,
             task,
-        });
+        };
+        match lane {
+            Lane::Bounded => {
+                if queue.entries.is_empty() {
+                    queue.last_low = now;
+                }
+                queue.entries.push_back(entry);
+            }
+            Lane::First => queue.first.push_back(entry),
+        }
         if class == CostClass::Expensive {
             state.usage(client, |u| u.queued += 1);
         }
@@ -732,8 +812,7 @@ impl Inner {
     fn withdraw(&self, class: CostClass, id: u64) -> Option<Box<dyn Task>> {
         let mut state = self.lock();
         let q = class.index();
-        let at = state.queues[q].position(id)?;
-        let entry = state.queues[q].entries.remove(at)?;
+        let entry = state.queues[q].remove(id)?;
         state.dequeued(class, entry.client);
         if state.queues[q].entries.is_empty() {
             state.queues[q].last_low = Instant::now();
@@ -753,6 +832,15 @@ impl Inner {
                 continue;
             }
             self.shed_stale(state, class, now, sheds);
+            while let Some(entry) = state.queues[q].first.pop_front() {
+                state.dequeued(class, entry.client);
+                if entry.task.abandoned() {
+                    sheds.push((class, entry.task, None));
+                    continue;
+                }
+                Self::started(state, class, &entry);
+                return Some((class, entry));
+            }
             loop {
                 let queue = &state.queues[q];
                 let lifo = queue.standing(now, self.limits.interval);
@@ -775,14 +863,19 @@ impl Inner {
                 if waited <= self.limits.target || queue.entries.is_empty() {
                     queue.last_low = now;
                 }
-                queue.running += 1;
-                if class == CostClass::Expensive {
-                    state.usage(entry.client, |u| u.running += 1);
-                }
+                Self::started(state, class, &entry);
                 return Some((class, entry));
             }
         }
         None
+    }
+
+    /// Accounts for a picked entry that is about to run.
+    fn started(state: &mut State, class: CostClass, entry: &Entry) {
+        state.queues[class.index()].running += 1;
+        if class == CostClass::Expensive {
+            state.usage(entry.client, |u| u.running += 1);
+        }
     }
 
     /// The queued expensive job of a client with the fewest running expensive jobs; among
@@ -851,9 +944,7 @@ impl Inner {
                 state.usage(entry.client, |u| u.running -= 1);
             }
             self.publish(&state);
-            let more_expensive = !state.queues[CostClass::Expensive.index()]
-                .entries
-                .is_empty();
+            let more_expensive = state.queues[CostClass::Expensive.index()].len() > 0;
             drop(state);
             (ran.reply)();
             if class == CostClass::Expensive && more_expensive {
@@ -1209,6 +1300,54 @@ mod tests {
         ok(e0).await;
         sched.run(CostClass::Expensive, 2, || ()).await.unwrap();
         assert!(!ran.load(Ordering::SeqCst));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_first_lane_job_goes_ahead_and_outwaits_the_deadline() {
+        let sched = Scheduler::new(Limits {
+            expensive_deadline: Duration::from_millis(50),
+            expensive_queue: 1,
+            ..limits(2, 1)
+        });
+        let mut held = Held::new();
+        let e0 = held.spawn(&sched, CostClass::Expensive, 1, "e0");
+        assert_eq!(held.started().await, "e0");
+        let page = held.spawn(&sched, CostClass::Expensive, 2, "page");
+        until("1 queued", || sched.stats().expensive_queued == 1).await;
+        let clone = {
+            let (sched, job) = (Arc::clone(&sched), held.job("clone"));
+            tokio::spawn(async move { sched.run_first(CostClass::Expensive, 3, job).await })
+        };
+        // The bounded queue is full, but the first lane takes the job all the same.
+        until("2 queued", || sched.stats().expensive_queued == 2).await;
+        assert_eq!(shed(page).await.reason, ShedReason::Deadline);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(sched.stats().expensive_queued, 1, "the clone still waits");
+        held.release_all();
+        assert_eq!(ok(e0).await, "e0");
+        assert_eq!(ok(clone).await, "clone");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_first_lane_job_runs_before_earlier_bounded_ones() {
+        let sched = Scheduler::new(limits(2, 1));
+        let mut held = Held::new();
+        let e0 = held.spawn(&sched, CostClass::Expensive, 1, "e0");
+        assert_eq!(held.started().await, "e0");
+        let page = held.spawn(&sched, CostClass::Expensive, 2, "page");
+        until("1 queued", || sched.stats().expensive_queued == 1).await;
+        let clone = {
+            let (sched, job) = (Arc::clone(&sched), held.job("clone"));
+            tokio::spawn(async move { sched.run_first(CostClass::Expensive, 2, job).await })
+        };
+        until("2 queued", || sched.stats().expensive_queued == 2).await;
+        held.release("e0");
+        assert_eq!(held.started().await, "clone");
+        held.release_all();
+        assert_eq!(held.started().await, "page");
+        for answer in [e0, clone, page] {
+            ok(answer).await;
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -118,7 +118,14 @@ pub(super) async fn serve(app: &App, site: Arc<Site>, route: Route, request: Req
             Some(body) => upload_pack(&state, &packs, &stats, version, body),
         }
     };
-    let answer = match app.scheduler.run(class, client_key, job).await {
+    let ran = match class {
+        CostClass::Cheap => app.scheduler.run(class, client_key, job).await,
+        CostClass::Expensive => match app.fetches.enter().await {
+            Ok(_slot) => app.scheduler.run_first(class, client_key, job).await,
+            Err(refused) => Err(refused),
+        },
+    };
+    let answer = match ran {
         Ok(done) => done.value,
         Err(shed) => return super::to_http(super::shed_page(&site, shed), ()),
     };
