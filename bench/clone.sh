@@ -8,7 +8,8 @@
 #
 # Usage: bench/clone.sh [REPO]   (default: the git.git mirror)
 # Settings: RUNS=3, STATE=/tmp/cgitd-bench-clone, CGITD=binary (default: a release build),
-#           CGITD_PORT=18301, BACKEND_PORT=18302, FULL=1 (0 skips the full clones).
+#           CGITD_PORT=18301, BACKEND_PORT=18302, FULL=1 (0 skips the full clones),
+#           CONCURRENT=8 (0 skips the concurrent clones).
 set -euo pipefail
 REPO=$(cd "${1:-/work/.mirror/git+git/repo}" && pwd)
 RUNS=${RUNS:-3}
@@ -16,6 +17,7 @@ STATE=${STATE:-/tmp/cgitd-bench-clone}
 CGITD_PORT=${CGITD_PORT:-18301}
 BACKEND_PORT=${BACKEND_PORT:-18302}
 FULL=${FULL:-1}
+CONCURRENT=${CONCURRENT:-8}
 TICK=$(getconf CLK_TCK)
 rm -rf "$STATE" && mkdir -p "$STATE/root"
 ln -s "$REPO" "$STATE/root/repo"
@@ -101,3 +103,23 @@ for label in full full-again depth1 depth1-again fetch10; do
     done
 done
 echo "cgitd peak RssAnon: $(( $(sort -n "$STATE/rss" | tail -1) / 1024 )) MiB"
+
+if [ "$CONCURRENT" -gt 0 ]; then
+    # Distinct shallow-since dates make every clone's pack a new one: none comes kept.
+    from=$(wc -l < "$STATE/rss"); t0=$(date +%s.%N); cpu0=$(server_cpu "$CGITD_PID")
+    clones=()
+    for i in $(seq "$CONCURRENT"); do
+        git clone -q --bare --shallow-since="$((2004 + i))-01-01" "${URL[cgitd]}" \
+            "$STATE/concurrent-$i.git" > /dev/null 2>> "$STATE/git.err" &
+        clones+=($!)
+    done
+    for pid in "${clones[@]}"; do wait "$pid"; done
+    t1=$(date +%s.%N); cpu1=$(server_cpu "$CGITD_PID")
+    for i in $(seq "$CONCURRENT"); do
+        git -C "$STATE/concurrent-$i.git" fsck --connectivity-only --no-dangling > /dev/null
+    done
+    echo "$CONCURRENT concurrent clones (--shallow-since 2005..): wall $(echo "$t1 - $t0" | bc) s," \
+        "cgitd CPU $(echo "$cpu1 - $cpu0" | bc) s, peak RssAnon" \
+        "$(( $(tail -n +"$from" "$STATE/rss" | sort -n | tail -1) / 1024 )) MiB"
+    rm -rf "$STATE"/concurrent-*.git
+fi

@@ -20,6 +20,8 @@
 #        ONLY=cgit|cgitd (run one system), CGITD=path (a cgitd binary to use instead of
 #        building target/release/cgitd), CGIT_PORT=8281, CGITD_PORT=8282,
 #        STATE=/tmp/cgitd-storm, EXTRA_RC (cgitrc lines for cgitd only, e.g. 'git-workers=2'),
+#        CLONES=0 (smart HTTP clone loops against cgitd during its flood: each clones --depth
+#        1, 2, 3, ... in turn, so every pack is written, none kept; cgit serves no smart HTTP),
 #        SETTLE=90 (seconds between cgit's run and cgitd's: on this project's shared virtual
 #        machine, for a minute or two after cgit's storm, whose CGI processes held over 4 GiB,
 #        the machine stalled every CPU for 18-100 ms every few seconds under load; 0 runs
@@ -27,10 +29,11 @@
 # Only 127.0.0.1 is ever contacted; every load run is bounded in time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DUR=${DUR:-20}; CONNS=${CONNS:-64}; URLS=${URLS:-20000}; ONLY=${ONLY:-}; SETTLE=${SETTLE:-90}
+DUR=${DUR:-20}; CONNS=${CONNS:-64}; CLONES=${CLONES:-0}; URLS=${URLS:-20000}; ONLY=${ONLY:-}; SETTLE=${SETTLE:-90}
 CGIT_PORT=${CGIT_PORT:-8281}; CGITD_PORT=${CGITD_PORT:-8282}
 STATE=${STATE:-/tmp/cgitd-storm}
 mkdir -p "$STATE"
+: > "$STATE/clones.count"; : > "$STATE/clones.err"
 [ "$DUR" -ge 4 ] || { echo "DUR must be at least 4 seconds" >&2; exit 2; }
 . bench/lib.sh
 REPO=$(bench_repo "${1:-}")
@@ -139,6 +142,22 @@ print(f"person: {len(lat)} requests, p50 {pct(50):.1f} ms, p99 {pct(99):.1f} ms,
 print("  slowest: " + ", ".join(f"+{t:.1f}s {ms:.0f} ms" for ms, t in slowest))
 PY
 
+# clone_loop PORT N END: shallow clones of depth N, N + CLONES, ... until SECONDS reaches END;
+# prints "ok" or "failed" for each.
+clone_loop() {
+    local port=$1 depth=$2 end=$3 dest="$STATE/clone-$2.git"
+    while [ "$SECONDS" -lt "$end" ]; do
+        rm -rf "$dest"
+        if timeout $((end - SECONDS + 5)) git clone -q --bare --depth "$depth" \
+            "http://127.0.0.1:$port/git" "$dest" 2>> "$STATE/clones.err"; then
+            echo ok
+        else
+            echo failed
+        fi
+        depth=$((depth + CLONES))
+    done
+    rm -rf "$dest"
+}
 
 storm() {
     local name=$1 port=$2 pid=$3 p
@@ -151,11 +170,18 @@ storm() {
     python3 bench/stalls.py "$DUR" "$epoch" > "$STATE/$name.stalls" &
     local stalls=$!
     wrk -t2 -c"$CONNS" -d"${DUR}s" --timeout 10s -s "$STATE/flood.lua" "http://127.0.0.1:$port" > "$STATE/$name.wrk" 2>&1 &
-    local flood=$!
+    local flood=$! clones=()
+    [ "$name" != cgitd ] || for c in $(seq "$CLONES"); do
+        clone_loop "$port" "$c" "$((SECONDS + DUR))" >> "$STATE/clones.count" &
+        clones+=($!)
+    done
     sleep 1
     python3 "$STATE/person.py" "$port" "$((DUR - 2))" "$epoch" $PERSON
     wait "$flood" || true
     grep '^flood:' "$STATE/$name.wrk" || { echo "flood: wrk failed:"; cat "$STATE/$name.wrk"; }
+    for c in "${clones[@]}"; do wait "$c" || true; done
+    [ "${#clones[@]}" = 0 ] || echo "clones: $CLONES loops, $(grep -c ok "$STATE/clones.count" || true) clones done," \
+        "$(grep -c failed "$STATE/clones.count" || true) failed (git's messages in $STATE/clones.err)"
     wait "$rss" || true
     cat "$STATE/$name.rss"
     wait "$stalls" || true
