@@ -1100,6 +1100,17 @@ mod tests {
             spawn(sched, class, client, self.job(name))
         }
 
+        /// Like [`Held::spawn`], in the first lane.
+        fn spawn_first(
+            &mut self,
+            sched: &Arc<Scheduler>,
+            client: u64,
+            name: &'static str,
+        ) -> Answer<&'static str> {
+            let (sched, job) = (Arc::clone(sched), self.job(name));
+            tokio::spawn(async move { sched.run_first(CostClass::Expensive, client, job).await })
+        }
+
         async fn started(&mut self) -> &'static str {
             tokio::time::timeout(Duration::from_secs(10), self.started.recv())
                 .await
@@ -1302,6 +1313,22 @@ mod tests {
         assert!(!ran.load(Ordering::SeqCst));
     }
 
+    /// The only expensive worker runs "e0"; behind it client 2's "page" waits in the bounded
+    /// lane, then `clone_client`'s "clone" in the first lane.
+    async fn page_then_clone(
+        sched: &Arc<Scheduler>,
+        held: &mut Held,
+        clone_client: u64,
+    ) -> [Answer<&'static str>; 3] {
+        let e0 = held.spawn(sched, CostClass::Expensive, 1, "e0");
+        assert_eq!(held.started().await, "e0");
+        let page = held.spawn(sched, CostClass::Expensive, 2, "page");
+        until("1 queued", || sched.stats().expensive_queued == 1).await;
+        let clone = held.spawn_first(sched, clone_client, "clone");
+        until("2 queued", || sched.stats().expensive_queued == 2).await;
+        [e0, page, clone]
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_first_lane_job_goes_ahead_and_outwaits_the_deadline() {
         let sched = Scheduler::new(Limits {
@@ -1310,16 +1337,8 @@ mod tests {
             ..limits(2, 1)
         });
         let mut held = Held::new();
-        let e0 = held.spawn(&sched, CostClass::Expensive, 1, "e0");
-        assert_eq!(held.started().await, "e0");
-        let page = held.spawn(&sched, CostClass::Expensive, 2, "page");
-        until("1 queued", || sched.stats().expensive_queued == 1).await;
-        let clone = {
-            let (sched, job) = (Arc::clone(&sched), held.job("clone"));
-            tokio::spawn(async move { sched.run_first(CostClass::Expensive, 3, job).await })
-        };
-        // The bounded queue is full, but the first lane takes the job all the same.
-        until("2 queued", || sched.stats().expensive_queued == 2).await;
+        // The bounded queue is full, but the first lane takes the clone all the same.
+        let [e0, page, clone] = page_then_clone(&sched, &mut held, 3).await;
         assert_eq!(shed(page).await.reason, ShedReason::Deadline);
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert_eq!(sched.stats().expensive_queued, 1, "the clone still waits");
@@ -1332,15 +1351,7 @@ mod tests {
     async fn a_first_lane_job_runs_before_earlier_bounded_ones() {
         let sched = Scheduler::new(limits(2, 1));
         let mut held = Held::new();
-        let e0 = held.spawn(&sched, CostClass::Expensive, 1, "e0");
-        assert_eq!(held.started().await, "e0");
-        let page = held.spawn(&sched, CostClass::Expensive, 2, "page");
-        until("1 queued", || sched.stats().expensive_queued == 1).await;
-        let clone = {
-            let (sched, job) = (Arc::clone(&sched), held.job("clone"));
-            tokio::spawn(async move { sched.run_first(CostClass::Expensive, 2, job).await })
-        };
-        until("2 queued", || sched.stats().expensive_queued == 2).await;
+        let [e0, page, clone] = page_then_clone(&sched, &mut held, 2).await;
         held.release("e0");
         assert_eq!(held.started().await, "clone");
         held.release_all();
