@@ -32,7 +32,6 @@
 //!    headers and sends the buffer, or streams a file body (snapshots, clone files) from a
 //!    blocking thread.
 
-pub mod auth;
 pub mod byte_lru;
 pub mod cache;
 pub mod config;

@@ -268,8 +268,8 @@ fn render(url: &str, arg: &ConfigArg) -> ExitCode {
     let response = match cgitd::request::url::parse(&site.config, path, query) {
         // As cgit run by hand: the auth-filter decides, without a cookie.
         Ok(req) if site.config.globals.auth_filter.is_some() => {
-            let auth = cgitd::auth::AuthRequest::new(&site, "GET", path, query, Some(&req));
-            cgitd::auth::render(&site, &req, &auth)
+            let auth = cgitd::pages::auth::AuthRequest::new(&site, "GET", path, query, Some(&req));
+            cgitd::pages::auth::render(&site, &req, &auth)
         }
         Ok(req) => pages::render(&site, &req),
         Err(e) => pages::render_error(&site, e.status(), e.message()),

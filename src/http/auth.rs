@@ -1,8 +1,8 @@
-//! The HTTP side of the auth-filter ([`crate::auth`]): what a request tells the filter, the
+//! The HTTP side of the auth-filter ([`crate::pages::auth`]): what a request tells the filter, the
 //! login POST (the only POST cgitd accepts) and the filter's CGI response as HTTP.
 
 use super::App;
-use crate::auth::{self, AuthRequest, CgiResponse};
+use crate::pages::auth::{self, AuthRequest, CgiResponse};
 use crate::pages::{self, PageRequest, Site};
 use crate::request::page::CostClass;
 use axum::body::Body;

@@ -536,14 +536,14 @@ async fn render_scheduled(
     req: PageRequest,
     class: CostClass,
     client: u64,
-    auth: Option<crate::auth::AuthRequest>,
+    auth: Option<crate::pages::auth::AuthRequest>,
 ) -> Rendered {
     if let Some(auth) = auth {
         let worker_site = Arc::clone(site);
         let done = app
             .scheduler
             .run(class, client, move || {
-                crate::auth::render(&worker_site, &req, &auth)
+                crate::pages::auth::render(&worker_site, &req, &auth)
             })
             .await?;
         return Ok(done.shared());

@@ -109,7 +109,7 @@ pub(super) async fn serve(app: &App, site: Arc<Site>, route: Route, request: Req
     let stats = Arc::clone(&app.upload_pack);
     let job = move || {
         if let Some(auth) = &auth
-            && !crate::auth::authenticated(&worker_site, auth)
+            && !crate::pages::auth::authenticated(&worker_site, auth)
         {
             return Err(Failure::Forbidden);
         }

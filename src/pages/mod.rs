@@ -3,6 +3,7 @@
 
 mod about;
 mod atom;
+pub mod auth;
 mod blame;
 mod blob;
 mod clone;
