@@ -143,17 +143,15 @@ print("  slowest: " + ", ".join(f"+{t:.1f}s {ms:.0f} ms" for ms, t in slowest))
 PY
 
 # clone_loop PORT N END: shallow clones of depth N, N + CLONES, ... until SECONDS reaches END;
-# prints "ok" or "failed" for each.
+# prints "ok", "failed", or "cut" for a clone still waiting or running 5 s after the flood.
 clone_loop() {
-    local port=$1 depth=$2 end=$3 dest="$STATE/clone-$2.git"
+    local port=$1 depth=$2 end=$3 dest="$STATE/clone-$2.git" status
     while [ "$SECONDS" -lt "$end" ]; do
         rm -rf "$dest"
-        if timeout $((end - SECONDS + 5)) git clone -q --bare --depth "$depth" \
-            "http://127.0.0.1:$port/git" "$dest" 2>> "$STATE/clones.err"; then
-            echo ok
-        else
-            echo failed
-        fi
+        status=0
+        timeout $((end - SECONDS + 5)) git clone -q --bare --depth "$depth" \
+            "http://127.0.0.1:$port/git" "$dest" 2>> "$STATE/clones.err" || status=$?
+        case $status in 0) echo ok ;; 124) echo cut ;; *) echo failed ;; esac
         depth=$((depth + CLONES))
     done
     rm -rf "$dest"
@@ -181,7 +179,8 @@ storm() {
     grep '^flood:' "$STATE/$name.wrk" || { echo "flood: wrk failed:"; cat "$STATE/$name.wrk"; }
     for c in "${clones[@]}"; do wait "$c" || true; done
     [ "${#clones[@]}" = 0 ] || echo "clones: $CLONES loops, $(grep -c ok "$STATE/clones.count" || true) clones done," \
-        "$(grep -c failed "$STATE/clones.count" || true) failed (git's messages in $STATE/clones.err)"
+        "$(grep -c failed "$STATE/clones.count" || true) failed (git's messages in $STATE/clones.err)," \
+        "$(grep -c cut "$STATE/clones.count" || true) cut off unfinished at the end"
     wait "$rss" || true
     cat "$STATE/$name.rss"
     wait "$stalls" || true
