@@ -11,7 +11,7 @@ const YEAR: i64 = 365 * DAY;
 const MONTH: f64 = YEAR as f64 / 12.0;
 
 /// Civil date (year, month, day) of a day count since 1970-01-01.
-pub(super) fn civil_from_days(days: i64) -> (i64, u32, u32) {
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

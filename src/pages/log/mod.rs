@@ -1,8 +1,11 @@
 //! log: paged history from `id` or `h`, optionally limited to a path, searched (`qt`/`q`) or
 //! ranged, with cgit's Expand/Collapse, decorations, Files/Lines counts and commit graph.
 
+mod graph;
+
+use graph::GraphRow;
+
 use super::parts::frame::{self, Frame};
-use super::parts::graph::{self, GraphRow};
 use super::parts::shared::{self, Age, DecoLink};
 use super::{PageError, RepoCtx, Response};
 use crate::git::changes::{ChangeCount, Counter};

@@ -1,8 +1,11 @@
 //! stats: commits per author per week, month, quarter or year over the four periods ending with
 //! the current one, from `h` (optionally limited to a path), merges left out.
 
+mod period;
+
+use period::Period;
+
 use super::parts::frame::{self, Frame};
-use super::parts::period::{self, Period};
 use super::parts::shared;
 use super::{PageError, RepoCtx, Response};
 use crate::git::log::LogQuery;

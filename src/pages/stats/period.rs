@@ -1,7 +1,7 @@
 //! The calendar periods of the stats page (ISO week, month, quarter, year) in UTC: which period
 //! a time falls in, where a period starts, and cgit's labels.
 
-use super::format::civil_from_days;
+use crate::pages::parts::format::civil_from_days;
 
 const DAY: i64 = 86_400;
 const MONTHS: [&str; 12] = [
