@@ -4,7 +4,7 @@
 
 pub mod lua;
 
-use crate::config::RepoConfig;
+use crate::config::{FilterSpec, RepoConfig};
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -28,29 +28,10 @@ pub fn apply(
     env: &[(&str, String)],
     input: &[u8],
 ) -> Result<Output, String> {
-    match spec.strip_prefix("lua:") {
-        Some(script) => lua::run(std::path::Path::new(script), args, env, input),
-        None => run_exec(spec.strip_prefix("exec:").unwrap_or(spec), args, env, input),
+    match FilterSpec::parse(spec)? {
+        FilterSpec::Lua(script) => lua::run(script, args, env, input),
+        FilterSpec::Exec(program) => run_exec(program, args, env, input),
     }
-}
-
-/// Why a filter spec cannot be run at all: a prefix other than `exec:` and `lua:` (cgit
-/// refuses to start with one; a single letter is a Windows drive, as in cgit).
-pub fn spec_problem(spec: &str) -> Option<String> {
-    let (prefix, _) = spec.split_once(':')?;
-    (prefix.len() > 1 && prefix != "exec" && prefix != "lua")
-        .then(|| format!("invalid filter type '{prefix}' in {spec}"))
-}
-
-/// The program of an `exec:` (or prefix-less) filter spec; `None` for `lua:` filters.
-pub fn exec_program(spec: &str) -> Option<&str> {
-    if let Some(program) = spec.strip_prefix("exec:") {
-        return Some(program);
-    }
-    if spec.starts_with("lua:") {
-        return None;
-    }
-    Some(spec)
 }
 
 /// The `CGIT_REPO_*` variables of a configured repository.
@@ -139,9 +120,10 @@ pub fn program_problems(config: &crate::config::Config) -> Vec<String> {
     users
         .into_iter()
         .filter_map(|(spec, repos)| {
-            let (program, script) = match exec_program(spec) {
-                Some(program) => (program, false),
-                None => (spec.strip_prefix("lua:").unwrap_or(spec), true),
+            let (program, script) = match FilterSpec::parse(spec) {
+                Ok(FilterSpec::Exec(program)) => (program, false),
+                Ok(FilterSpec::Lua(script)) => (script.to_str().unwrap_or(spec), true),
+                Err(why) => return Some(why),
             };
             let problem = match std::fs::metadata(program) {
                 Err(e) if script => format!("cannot be read ({e})"),
@@ -169,14 +151,10 @@ mod tests {
     fn filters_transform_input_without_a_shell() {
         let out = run("tr", &["a-z", "A-Z"], &[], b"hello; $(id)").unwrap();
         assert_eq!(out, b"HELLO; $(ID)");
-        assert_eq!(exec_program("exec:/bin/x"), Some("/bin/x"));
-        assert_eq!(exec_program("lua:/x.lua"), None);
         assert!(run("/nonexistent/filter", &[], &[], b"").is_err());
         let out = apply("exec:/bin/sh", &["-c", "cat; exit 3"], &[], b"in").unwrap();
         assert_eq!((out.out.as_slice(), out.status), (&b"in"[..], 3));
-        assert_eq!(spec_problem("exec:/x"), None);
-        assert_eq!(spec_problem("c:/x"), None);
-        assert!(spec_problem("ldap:/x").is_some());
+        assert!(apply("ldap:/x", &[], &[], b"").is_err());
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! cgitrc: parsing in cgit's single, order-sensitive pass into an immutable [`Config`] snapshot.
 
+mod filter_spec;
 mod options;
 mod parse;
 mod scan;
 
+pub use filter_spec::FilterSpec;
 pub use options::{
     CacheTtls, Globals, RepoConfig, RepoDefaults, SNAPSHOT_FORMATS, Scheduling, parse_snapshot_mask,
 };
@@ -96,7 +98,8 @@ impl Config {
     /// protects.
     pub fn refusal(&self) -> Option<String> {
         let f = self.globals.auth_filter.as_ref()?;
-        crate::filter::spec_problem(f)
+        FilterSpec::parse(f)
+            .err()
             .map(|why| format!("auth-filter={f}: {why}; refusing to serve without it"))
     }
 
