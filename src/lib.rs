@@ -1,8 +1,9 @@
 //! cgitd: a resident, cgit-compatible git web frontend.
 //!
 //! Dependencies point one way: `http → pages → repos → git`, and `http → smart → repos → git`
-//! for git's smart HTTP protocol, with `config`, `request` and `filter` beside them; `git` is plumbing over gix and imports nothing of ours but the leaf
-//! [`byte_lru`] (the eviction rule every cache shares).
+//! for git's smart HTTP protocol, with `config`, `request`, `filter` and `cache` beside them.
+//! `git` is plumbing over gix and imports nothing of ours but the leaf [`byte_lru`] (the
+//! eviction rule every cache shares); [`confined_files`] is another leaf.
 //!
 //! # Request flow
 //!
@@ -35,6 +36,7 @@
 pub mod byte_lru;
 pub mod cache;
 pub mod config;
+pub mod confined_files;
 pub mod filter;
 pub mod git;
 pub mod http;

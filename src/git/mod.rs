@@ -10,7 +10,6 @@ pub mod diff;
 pub mod encoding;
 mod error;
 pub mod fetch;
-pub mod files;
 pub mod format_patch;
 pub mod log;
 pub mod notes;

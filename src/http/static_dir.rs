@@ -3,7 +3,7 @@
 //! outside the directory (no `..`, no symbolic link followed), types from the file name, long
 //! cache headers.
 
-use crate::git::files::{self, FileError};
+use crate::confined_files::{self as files, FileError};
 use crate::pages::{self, Site};
 use std::sync::Arc;
 

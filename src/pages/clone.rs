@@ -3,7 +3,7 @@
 //! following symbolic links.
 
 use super::{Body, PageError, RepoCtx, Response};
-use crate::git::files::{self, FileError};
+use crate::confined_files::{self as files, FileError};
 use std::sync::Arc;
 
 /// `/<repo>/info/refs`: every ref but HEAD, with `^{}` lines for annotated tags.

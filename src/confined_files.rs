@@ -1,6 +1,7 @@
-//! Files of a git directory served as they are (dumb-HTTP clone): a path is checked first, then
-//! opened one component at a time without following symbolic links, so nothing outside the git
-//! directory is ever read, whatever is planted inside it.
+//! Files below one directory served as they are (a git directory for dumb-HTTP clones, the
+//! static directory): a path is checked first, then opened one component at a time without
+//! following symbolic links, so nothing outside the directory is ever read, whatever is planted
+//! inside it.
 
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, openat, statat};
 use rustix::io::Errno;
