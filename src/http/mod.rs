@@ -18,7 +18,6 @@ mod stream;
 
 use crate::config::{Config, Scheduling};
 use crate::pages::{self, Site};
-use crate::repos::Repos;
 use crate::request::page::CostClass;
 use crate::request::{PageRequest, url};
 use axum::body::Body;
@@ -140,19 +139,7 @@ impl App {
         for d in &config.diagnostics {
             tracing::warn!("{d}");
         }
-        let old = self.site();
-        let repos = Repos::new(&config, Some(&old.repos));
-        let site = Site {
-            config: Arc::new(config),
-            repos: Arc::new(repos),
-            generation: old.generation + 1,
-            fragments: Arc::clone(&old.fragments),
-            walks: Arc::clone(&old.walks),
-            sizes: Arc::clone(&old.sizes),
-            single_child_trees: Arc::clone(&old.single_child_trees),
-            cutoffs: old.cutoffs.clone(),
-            highlights: old.highlights.clone(),
-        };
+        let site = self.site().reloaded(config);
         *self.site.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(site);
         self.responses.clear();
         self.metrics.reloads.inc();

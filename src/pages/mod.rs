@@ -142,6 +142,23 @@ impl Site {
             highlights: Default::default(),
         }
     }
+
+    /// The site a reload of `config` makes: repositories still configured keep their state,
+    /// the caches and counters are shared, the generation is the next.
+    pub fn reloaded(&self, config: Config) -> Site {
+        let repos = Repos::new(&config, Some(&self.repos));
+        Site {
+            config: Arc::new(config),
+            repos: Arc::new(repos),
+            generation: self.generation + 1,
+            fragments: Arc::clone(&self.fragments),
+            walks: Arc::clone(&self.walks),
+            sizes: Arc::clone(&self.sizes),
+            single_child_trees: Arc::clone(&self.single_child_trees),
+            cutoffs: self.cutoffs.clone(),
+            highlights: self.highlights.clone(),
+        }
+    }
 }
 
 impl Response {
