@@ -101,7 +101,7 @@ pub(super) async fn post(app: &App, site: Arc<Site>, request: Request) -> Respon
                 super::to_http(pages::render_error(&site, 500, "Login failed"), ())
             }
         },
-        Err(shed) => super::to_http(super::shed_page(&site, shed), ()),
+        Err(shed) => super::to_http(super::page::shed_page(&site, shed), ()),
     }
 }
 

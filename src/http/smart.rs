@@ -127,7 +127,7 @@ pub(super) async fn serve(app: &App, site: Arc<Site>, route: Route, request: Req
     };
     let answer = match ran {
         Ok(done) => done.value,
-        Err(shed) => return super::to_http(super::shed_page(&site, shed), ()),
+        Err(shed) => return super::to_http(super::page::shed_page(&site, shed), ()),
     };
     match answer {
         Ok(Answer::Bytes(bytes)) => {
