@@ -463,8 +463,8 @@ pub struct Varnish {
 }
 
 impl Varnish {
-    /// `None` when varnishd is not installed (CI installs it; see .ci/run).
-    pub fn start(backend: &str) -> Option<Varnish> {
+    /// A varnishd in front of `backend` with the project's ESI VCL.
+    pub fn start(backend: &str) -> Varnish {
         let (host, port) = backend.rsplit_once(':').unwrap();
         let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/varnish/cgitd-esi.vcl");
         Self::start_vcl(&format!(
@@ -474,15 +474,9 @@ impl Varnish {
     }
 
     /// A varnishd running `vcl` (a complete VCL file's text).
-    pub fn start_vcl(vcl_text: &str) -> Option<Varnish> {
-        if Command::new("varnishd").arg("-V").output().is_err() {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "varnishd must be installed in CI (.ci/run installs it)"
-            );
-            eprintln!("!!! varnishd is not installed: SKIPPING the Varnish test");
-            return None;
-        }
+    pub fn start_vcl(vcl_text: &str) -> Varnish {
+        let installed = Command::new("varnishd").arg("-V").output().is_ok();
+        require_oracle(installed, "varnishd", "varnish");
         let workdir = TempDir::new("varnish");
         let vcl = workdir.path().join("main.vcl");
         std::fs::write(&vcl, vcl_text).unwrap();
@@ -504,11 +498,11 @@ impl Varnish {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        Some(Varnish {
+        Varnish {
             child,
             addr,
             workdir,
-        })
+        }
     }
 
     pub fn get(&self, target: &str) -> Response {
@@ -543,19 +537,11 @@ impl Drop for Varnish {
 }
 
 /// Debian's cgit run as a CGI for `url` (path and query, as a web server would pass them:
-/// PATH_INFO decoded) with `rc`; the whole CGI output. `None` where cgit is not installed,
-/// which CI never allows.
-pub fn cgit(rc: &Path, url: &str) -> Option<String> {
+/// PATH_INFO decoded) with `rc`; the whole CGI output.
+pub fn cgit(rc: &Path, url: &str) -> String {
     use std::os::unix::ffi::OsStrExt;
     let bin = Path::new("/usr/lib/cgit/cgit.cgi");
-    if !bin.exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "cgit must be installed in CI (.ci/run installs it)"
-        );
-        eprintln!("!!! cgit is not installed: skipping the comparison with cgit");
-        return None;
-    }
+    require_oracle(bin.exists(), "cgit (/usr/lib/cgit/cgit.cgi)", "cgit");
     let (path, query) = url.split_once('?').unwrap_or((url, ""));
     let path_info = cgitd::request::url::percent_decode(path.as_bytes(), false);
     let out = Command::new(bin)
@@ -569,7 +555,7 @@ pub fn cgit(rc: &Path, url: &str) -> Option<String> {
         .env("HTTP_HOST", "127.0.0.1")
         .output()
         .unwrap();
-    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// `body` decoded from the content coding `coding` (`gzip`, `br` or `zstd`).
@@ -620,12 +606,9 @@ fn split_cgi(output: &str) -> (u16, &str) {
 
 /// Asserts that cgitd (`server`) and the real cgit (run as a CGI on the same `rc`, so on the
 /// same repositories) answer `url` with the same status and with pages whose projections by
-/// `part` are equal; the failure shows a line diff. Does nothing where cgit is not installed
-/// (which CI never allows).
+/// `part` are equal; the failure shows a line diff.
 pub fn assert_like_cgit_by(server: &Server, rc: &Path, url: &str, part: impl Fn(&str) -> String) {
-    let Some(theirs) = cgit(rc, url) else {
-        return;
-    };
+    let theirs = cgit(rc, url);
     let (their_status, their_body) = split_cgi(&theirs);
     let ours = server.get(url);
     assert_eq!(
@@ -700,4 +683,14 @@ pub fn line_diff(old: &str, new: &str) -> String {
         }
     }
     out
+}
+
+/// Fails the test unless the reference it checks against (cgit, varnishd) is `installed`, saying
+/// what to install: a comparison skipped where the reference is missing could never fail.
+pub fn require_oracle(installed: bool, what: &str, package: &str) {
+    assert!(
+        installed,
+        "{what} is not installed; this test checks against it: `apt-get install {package}` \
+         (.ci/run installs what the tests need)"
+    );
 }
