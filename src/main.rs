@@ -1,4 +1,4 @@
-//! The cgitd command line: serve (default), check-config, render.
+//! The cgitd command line: serve (default), check-config, render (and man, for the manual).
 
 use cgitd::config::Config;
 use cgitd::http;
@@ -42,6 +42,9 @@ enum Command {
         #[command(flatten)]
         config: ConfigArg,
     },
+    /// Print the manual page (roff), as docs/cgitd.1 holds it.
+    #[command(hide = true)]
+    Man,
 }
 
 #[derive(Args, Clone)]
@@ -79,6 +82,20 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(args),
         Command::CheckConfig { file } => check_config(&file),
         Command::Render { url, config } => render(&url, &config),
+        Command::Man => man(),
+    }
+}
+
+/// Writes the manual page made from the command line's definition to stdout.
+fn man() -> ExitCode {
+    use clap::CommandFactory;
+    let page = clap_mangen::Man::new(Cli::command());
+    match page.render(&mut std::io::stdout()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cgitd: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -245,3 +245,17 @@ fn eventually_metric(server: &Server, name: &str, value: u64) -> bool {
         reached
     })
 }
+
+#[test]
+fn the_manual_page_is_made_from_the_command_line() {
+    let out = cgitd(&["man"]);
+    assert!(out.status.success());
+    let page = String::from_utf8(out.stdout).unwrap();
+    assert!(page.contains(".SH NAME") && page.contains("check\\-config"));
+    let committed = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/cgitd.1");
+    assert_eq!(
+        std::fs::read_to_string(committed).unwrap(),
+        page,
+        "docs/cgitd.1 is stale: cargo run -- man > docs/cgitd.1"
+    );
+}
