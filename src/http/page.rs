@@ -56,13 +56,14 @@ pub(super) async fn serve(
     };
     let headers = request.headers();
     let range = header_text(headers, header::RANGE);
+    let ranged = range::accepts_ranges(req.page);
     let plan = CachePlan::new(
         app,
         &site,
         &mut req,
         coding,
         auth.is_none(),
-        range.is_some(),
+        ranged && range.is_some(),
     );
     if let Some(key) = &plan.key {
         if let Some(entry) = app.cached(key).await {
@@ -86,7 +87,7 @@ pub(super) async fn serve(
     .await;
     let (mut page, timing, cpu) = outcome(&site, rendered);
     let validator_stripped = plan.validator_stripped;
-    if range::accepts_ranges(page_kind) {
+    if ranged {
         range::advertise(&mut page);
     }
     if let Some(key) = plan.key_after(app, &site, coding, &page)
@@ -99,7 +100,7 @@ pub(super) async fn serve(
     if validator_stripped {
         page = not_modified_if(page, answer.if_none_match.as_deref().unwrap_or_default());
     }
-    if range::accepts_ranges(page_kind) {
+    if ranged {
         page = range::apply(page, range, header_text(headers, header::IF_RANGE));
     }
     send(app, &site, &answer, page, coding, timing).await
@@ -145,7 +146,7 @@ struct CachePlan {
 
 impl CachePlan {
     /// The plan for `req` (whose validator it strips when the render must be whole). Pages
-    /// that depend on the cookie (not `shareable`) are never kept, and a byte range is cut
+    /// that depend on the cookie (not `shareable`) are never kept, and a byte range (`ranged`) is cut
     /// from the whole response, which the cache does not hold.
     fn new(
         app: &App,
@@ -156,7 +157,6 @@ impl CachePlan {
         ranged: bool,
     ) -> CachePlan {
         let caching = app.responses.enabled() && shareable;
-        let ranged = ranged && range::accepts_ranges(req.page);
         let key = (caching && !ranged)
             .then(|| Key::for_request(site, req, coding))
             .flatten();
