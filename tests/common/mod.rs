@@ -257,9 +257,15 @@ impl Server {
 
     /// Starts cgitd in `cwd` with extra arguments (none: the embedded default).
     pub fn start_in(cwd: &Path, args: &[&str]) -> Server {
+        let mut all = vec!["serve", "--listen", "127.0.0.1:0"];
+        all.extend_from_slice(args);
+        Self::start_with(cwd, &all)
+    }
+
+    /// Starts cgitd in `cwd` with exactly these arguments, which must make it listen.
+    pub fn start_with(cwd: &Path, args: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_cgitd"))
             .current_dir(cwd)
-            .args(["serve", "--listen", "127.0.0.1:0"])
             .args(args)
             .env_remove("CGIT_CONFIG")
             .env("RUST_LOG", "cgitd=warn")
