@@ -19,7 +19,7 @@
 //!    the repository whether the work is cheap or expensive — before any git work. With an
 //!    `auth-filter`, `http::auth` asks it about the request's cookie first.
 //!    A repeated page is answered here from [`http::response_cache`] (a lookup and one write).
-//! 4. `http::render_scheduled` hands the render to [`http::scheduler::Scheduler::run`] in that
+//! 4. `http::page::render_scheduled` hands the render to [`http::scheduler::Scheduler::run`] in that
 //!    class (a request identical to one already rendering waits for it instead, through
 //!    [`http::single_flight::SingleFlight`]); a request that cannot get a worker in time gets
 //!    a 503 with `Retry-After`.
@@ -28,7 +28,7 @@
 //!    `If-None-Match` with a 304, and dispatches on the page with one exhaustive match to its
 //!    module (`pages::log::render`, …), which asks `git::*` for plain data and renders an
 //!    askama template inside the frame into one buffer.
-//! 6. Back in `http::handle` the page is kept in the response cache when it may be, cut to a
+//! 6. Back in `http::page` the page is kept in the response cache when it may be, cut to a
 //!    byte range when one is asked for, compressed once, and `http::to_http` sets status and
 //!    headers and sends the buffer, or streams a file body (snapshots, clone files) from a
 //!    blocking thread.

@@ -1,38 +1,12 @@
 //! Content codings: what a client accepts (`Accept-Encoding`), which responses are worth
 //! compressing, and in-process compression of the variants the response cache keeps.
 //!
-//! Levels, chosen by `cargo bench --bench compress -- tree.html commit.html` on git.git's root
-//! tree page (152,529 bytes) and a commit page (38,969), bytes and median µs, release build,
-//! 2 shared cores, 2026-12-05 (gzip was libdeflate's at every level when this was measured;
-//! the system zlib 1.2.13 took 498 µs for 15,057 bytes at level 3 and 1,716 µs for 12,802 at
-//! 6 on the tree page, 2026-12-04):
-//!
-//! | level | tree: gzip bytes | µs | br bytes | µs | zstd bytes | µs | commit: gzip bytes | µs | br bytes | µs | zstd bytes | µs |
-//! |---|---|---|---|---|---|---|---|---|---|---|---|---|
-//! | 1 | 15,068 | 330 | 14,932 | 570 | 13,676 | 111 | 7,621 | 63 | 8,239 | 110 | 7,960 | 54 |
-//! | 2 | 15,052 | 316 | 14,035 | 505 | 13,666 | 123 | 7,513 | 100 | 7,670 | 246 | 7,992 | 60 |
-//! | 3 | 13,780 | 321 | 13,668 | 609 | 13,693 | 135 | 7,356 | 108 | 7,441 | 263 | 7,555 | 69 |
-//! | 4 | 13,682 | 356 | 13,135 | 824 | 13,219 | 516 | 7,069 | 117 | 7,079 | 261 | 7,537 | 80 |
-//! | 5 | 13,345 | 388 | 12,227 | 1,359 | 13,163 | 612 | 7,011 | 128 | 6,478 | 460 | 7,010 | 172 |
-//! | 6 | 12,880 | 624 | 12,181 | 1,577 | 12,659 | 694 | 6,886 | 159 | 6,427 | 521 | 6,906 | 208 |
-//! | 7 | 12,557 | 1,252 | 12,100 | 2,177 | 12,549 | 761 | 6,850 | 228 | 6,386 | 718 | 6,890 | 237 |
-//! | 9 | 12,496 | 4,363 | 11,973 | 11,641 | 12,438 | 1,125 | 6,816 | 524 | 6,369 | 8,221 | 6,757 | 351 |
-//! | 11 | 12,030 | 37,598 | 10,504 | 194,628 | 12,388 | 2,823 | 6,600 | 5,345 | 5,880 | 40,127 | 6,701 | 889 |
-//!
-//! gzip 1 is ISA-L's level 1 since (`Igzip`); the same bench, 2026-12-05 05:29: 14,814 bytes
-//! in 71 µs on that tree page (zstd 1: 13,676 in 102 µs), 11,462 in 57 µs on the 143 KB tree
-//! page of a random commit (zstd 1: 10,046 in 79 µs), 2,401 in 15 µs on a 7.6 KB commit page
-//! (zstd 1: 2,388 in 14 µs). zstd stays first among equals: about as cheap, up to 12 % smaller.
-//!
-//! - Uncached responses (a fresh page pays this every time): gzip 1 (on the commit page 40 %
-//!   less time than 3 for 4 % more bytes; on the tree page this bench times 1–3 alike), made
-//!   by ISA-L's igzip since 2026-12-05 (`Igzip`: a third of libdeflate's time on a tree
-//!   page for 7 % more bytes; alternated 12 s crawls with Googlebot's header made 3,262 /
-//!   2,854 / 3,099 pages a second against libdeflate's 2,789 / 2,772 / 2,946), brotli 1
-//!   (2 costs +65 % for −6 %), zstd 1 (1–3 are alike). Measured whole: a 12 s crawl
-//!   (`bench/crawler.sh`, Googlebot's `Accept-Encoding: gzip, deflate, br`, which gets gzip)
-//!   made 2,884–2,963 pages a second with gzip 1 against 2,788–2,812 with gzip 3 (alternated),
-//!   4.5 % more bytes a page. tower-http's defaults were gzip 6, brotli 4, zstd 3.
+//! Levels (measured with `cargo bench --bench compress`; the figures are in
+//! docs/benchmarks.md, "Compression levels"):
+//! - Uncached responses (a fresh page pays this every time): gzip 1 made by ISA-L's igzip
+//!   (`Igzip`: a third of libdeflate's time on a tree page for 7 % more bytes), brotli 1 and
+//!   zstd 1. Higher levels cost far more time than the bytes they save are worth on a page
+//!   that is sent once. Of equal q-values zstd is preferred: as cheap, up to 12 % smaller.
 //! - Cached variants (the first answer keeps a cheap one; the first repeat has it remade in
 //!   the background, sent to every repeat after): gzip 6, brotli 5, zstd 7 — each the knee of
 //!   its curve (7–18 % fewer bytes than the cheap levels for under 1.5 ms on a 150 KB page);
@@ -206,10 +180,7 @@ impl Compressors {
     }
 }
 
-/// ISA-L's gzip at its level 1, kept by a thread with its working memory. On the tree page of a
-/// random commit of git.git (143 KB) it took 59 µs for 11,462 bytes against libdeflate's level 1, 166 µs for
-/// 10,656; on a commit page (7.6 KB) 14 µs for 2,401 bytes against 17 µs for 2,296 (C
-/// harness, 2,000 runs, 2026-12-05).
+/// ISA-L's gzip at its level 1, kept by a thread with its working memory.
 struct Igzip {
     // Boxed: the stream holds ISA-L's history window (the stream is about 80 KB).
     stream: Box<isal::isal_zstream>,

@@ -8,7 +8,7 @@ pub use page::Page;
 
 use gix::bstr::BString;
 
-/// cgit's query parameters (cgit-reference §1.2), already decoded.
+/// cgit's query parameters, already decoded.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Query {
     pub h: Option<String>,

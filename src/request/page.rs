@@ -72,7 +72,7 @@ pub enum BaseCost {
     Depends,
 }
 
-/// Which of cgit's `cache-*-ttl` options governs a page (cgit-reference §3.1).
+/// Which of cgit's `cache-*-ttl` options governs a page (cgitrc(5), "cache-*-ttl").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TtlClass {
     /// `cache-root-ttl`: pages outside any repository.

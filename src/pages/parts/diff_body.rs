@@ -2,7 +2,7 @@
 //!
 //! The output is a pure function of the arguments (commits, options, path): it names no
 //! repository and no branch, and its links are relative to `<repo>/<page>/<path>`, so the same
-//! bytes are right for every page and every fork that shows these commits (DESIGN.md §4).
+//! bytes are right for every page and every fork that shows these commits.
 
 use super::html::{escape, escape_into};
 use super::links::{escape_arg, escape_path};

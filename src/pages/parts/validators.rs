@@ -80,7 +80,7 @@ pub fn cache_control(g: &Globals, req: &PageRequest) -> String {
     }
 }
 
-/// cgit's TTL for a request (cgit-reference §3.1), from its page's row; `id=` only counts as
+/// cgit's TTL for a request (cgitrc(5), "cache-*-ttl"), from its page's row; `id=` only counts as
 /// static when it is a full object id (handled by the caller).
 fn ttl_minutes(g: &Globals, req: &PageRequest) -> i64 {
     let q = &req.query;
