@@ -167,3 +167,42 @@ fn blob_none_leaves_out_every_blob_but_wanted_ones() {
     let trees = sorted_objects(&packed, &["--filter=blob:none", "main"]);
     assert_eq!(selection.objects.len(), trees.len() + 1);
 }
+
+#[test]
+fn the_commit_index_gives_the_same_selection_as_the_objects() {
+    use cgitd::git::commit_index::CommitIndex;
+    let dir = TempDir::new("fetch-indexed");
+    let packed = build(dir.path());
+    let gix_repo = gix::open(&packed).unwrap();
+    let repo = Repo::new(&gix_repo, None);
+    let (main, topic, tag) = (
+        id(&packed, "main"),
+        id(&packed, "topic"),
+        id(&packed, "refs/tags/v1.0"),
+    );
+    // All commits indexed; and only those below main, so that the walk mixes both kinds.
+    let full = CommitIndex::load(&gix_repo, &[main, topic]).unwrap();
+    let partial = CommitIndex::load(&gix_repo, &[id(&packed, "main~1")]).unwrap();
+    assert!(partial.len() < full.len());
+    let mut requests = Vec::new();
+    for deepen in [
+        Deepen::Full,
+        Deepen::Since(1_706_000_000),
+        Deepen::Not(vec![id(&packed, "main~2")]),
+    ] {
+        let mut request = wanted(vec![main, topic, tag]);
+        request.common = vec![id(&packed, "main~2")];
+        request.deepen = deepen;
+        requests.push(request);
+    }
+    for request in &requests {
+        let plain = select(&repo, None, request).unwrap();
+        for index in [&full, &partial] {
+            let indexed = select(&repo, Some(index), request).unwrap();
+            assert_eq!(indexed.objects, plain.objects, "{:?}", request.deepen);
+            assert_eq!(indexed.shallow, plain.shallow, "{:?}", request.deepen);
+            assert_eq!(indexed.commits, plain.commits);
+        }
+        assert!(plain.commits > 0, "{:?} sends commits", request.deepen);
+    }
+}

@@ -2,6 +2,7 @@
 //! its depth), the trees and blobs they add, cut by a filter; and the pack that carries them.
 
 mod pack;
+mod paint;
 mod reach;
 mod select;
 

@@ -2,13 +2,14 @@
 //! what the client has (painted uninteresting from its common commits) or to its depth, then
 //! every tree and blob those commits add, skipping what the trees at the edge already hold.
 
+use super::paint::walk_painting;
 use super::{Deepen, Filter, Selection, Wanted};
 use crate::git::commit_index::CommitIndex;
 use crate::git::{GitError, Repo};
 use gix::ObjectId;
 use gix::object::Kind;
 use gix::objs::commit::ref_iter::Token;
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 /// Edge commits (had by the client, parents of sent ones) whose trees are read to leave out
 /// what the client has; past this many the pack may hold objects the client has already.
@@ -16,9 +17,9 @@ const MAX_EDGES: usize = 32;
 
 /// What a commit links to.
 pub(super) struct Links {
-    tree: ObjectId,
+    pub(super) tree: ObjectId,
     pub(super) parents: Vec<ObjectId>,
-    time: i64,
+    pub(super) time: i64,
 }
 
 /// Reads commit links from the commit index when it has them, else from the objects.
@@ -160,158 +161,11 @@ fn peel_want(
 /// The commits to send (with their root trees), the client's commits at their edge, and the
 /// shallow boundary.
 #[derive(Default)]
-struct Walk {
-    sent: Vec<(ObjectId, ObjectId)>,
-    edges: Vec<ObjectId>,
-    shallow: Vec<ObjectId>,
-    unshallow: Vec<ObjectId>,
-}
-
-/// A commit's place in the painting walk.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Paint {
-    /// Queued as wanted.
-    Wanted,
-    /// Queued as had by the client (or excluded by `deepen-not`).
-    Had,
-    /// Taken from the queue as wanted: sent unless painted had later.
-    Taken,
-    /// Taken as had.
-    Done,
-}
-
-/// Walks newest first from the wants and from the commits the client has, painting what the
-/// latter reach as had, until no wanted commit is left in the queue (git's own way). The
-/// client's shallow commits are walked as if they had no parents.
-fn walk_painting(
-    commits: &Commits,
-    tips: &[ObjectId],
-    wanted: &Wanted,
-    graft: &HashSet<ObjectId>,
-) -> Result<Walk, GitError> {
-    let mut painting = Painting {
-        commits,
-        paint: HashMap::new(),
-        links: HashMap::new(),
-        queue: BinaryHeap::new(),
-        wanted_queued: 0,
-    };
-    let mut order = Vec::new();
-    let since = match wanted.deepen {
-        Deepen::Since(t) => Some(t),
-        _ => None,
-    };
-    let had_tips: Vec<ObjectId> = match &wanted.deepen {
-        Deepen::Not(not) => wanted.common.iter().chain(not).copied().collect(),
-        _ => wanted.common.clone(),
-    };
-    for id in &had_tips {
-        painting.push(*id, true)?;
-    }
-    for id in tips {
-        painting.push(*id, false)?;
-    }
-    let mut cut_by_age = HashSet::new();
-    while painting.wanted_queued > 0 {
-        let Some((_, id)) = painting.queue.pop() else {
-            break;
-        };
-        let had = match painting.paint[&id] {
-            Paint::Wanted => {
-                painting.wanted_queued -= 1;
-                false
-            }
-            Paint::Had => true,
-            Paint::Taken | Paint::Done => continue,
-        };
-        if !had && since.is_some_and(|t| painting.links[&id].time < t) {
-            cut_by_age.insert(id);
-            painting.paint.insert(id, Paint::Done);
-            continue;
-        }
-        painting
-            .paint
-            .insert(id, if had { Paint::Done } else { Paint::Taken });
-        if !had {
-            order.push(id);
-        }
-        if graft.contains(&id) {
-            continue;
-        }
-        for parent in painting.links[&id].parents.clone() {
-            painting.push(parent, had)?;
-        }
-    }
-    let Painting { paint, links, .. } = painting;
-    let mut walk = Walk::default();
-    let mut edges = HashSet::new();
-    let deepen_not = matches!(wanted.deepen, Deepen::Not(_));
-    let common: HashSet<&ObjectId> = wanted.common.iter().collect();
-    for id in order {
-        if paint[&id] != Paint::Taken {
-            continue;
-        }
-        let l = &links[&id];
-        let mut boundary = false;
-        if !graft.contains(&id) {
-            for parent in &l.parents {
-                match paint.get(parent) {
-                    Some(Paint::Taken) => {}
-                    _ if cut_by_age.contains(parent) => boundary = true,
-                    _ if deepen_not && !common.contains(parent) => boundary = true,
-                    _ => {
-                        if edges.insert(*parent) {
-                            walk.edges.push(*parent);
-                        }
-                    }
-                }
-            }
-        }
-        if boundary {
-            walk.shallow.push(id);
-        }
-        walk.sent.push((id, l.tree));
-    }
-    Ok(walk)
-}
-
-/// The painting walk's state: each commit's paint and links, and the queue, newest first.
-struct Painting<'a> {
-    commits: &'a Commits<'a>,
-    paint: HashMap<ObjectId, Paint>,
-    links: HashMap<ObjectId, Links>,
-    queue: BinaryHeap<(i64, ObjectId)>,
-    /// Queued commits still painted wanted: the walk ends when none is left.
-    wanted_queued: usize,
-}
-
-impl Painting<'_> {
-    /// Queues `id` painted wanted or had; a commit reached again as had is repainted had
-    /// (and queued again when it was taken, so that its parents are painted too).
-    fn push(&mut self, id: ObjectId, had: bool) -> Result<(), GitError> {
-        match self.paint.get(&id).copied() {
-            None => {
-                let links = self.commits.links(&id)?;
-                self.queue.push((links.time, id));
-                self.links.insert(id, links);
-                self.paint
-                    .insert(id, if had { Paint::Had } else { Paint::Wanted });
-                if !had {
-                    self.wanted_queued += 1;
-                }
-            }
-            Some(Paint::Wanted) if had => {
-                self.paint.insert(id, Paint::Had);
-                self.wanted_queued -= 1;
-            }
-            Some(Paint::Taken) if had => {
-                self.paint.insert(id, Paint::Had);
-                self.queue.push((self.links[&id].time, id));
-            }
-            _ => {}
-        }
-        Ok(())
-    }
+pub(super) struct Walk {
+    pub(super) sent: Vec<(ObjectId, ObjectId)>,
+    pub(super) edges: Vec<ObjectId>,
+    pub(super) shallow: Vec<ObjectId>,
+    pub(super) unshallow: Vec<ObjectId>,
 }
 
 /// Walks breadth first from the wants to `depth` commits; the commits at the last level that
