@@ -68,9 +68,8 @@ impl<'a> Repo<'a> {
         Ok(kind.map(|kind| (kind, Arc::new(data))))
     }
 
-    /// The size of object `id` without reading it. A missing object is not found (404), as with
-    /// gix's header lookup; where it means a broken repository the caller says so
-    /// (`diff::Blobs::size`).
+    /// The size of object `id`, which the repository names (a tree entry, an object walk),
+    /// without reading it: its absence, like an unreadable header, is a broken repository.
     pub fn object_size(&self, id: &gix::hash::oid) -> Result<u64, GitError> {
         if let Some((packs, set, _)) = self.shared
             && let Some(size) = packs.size(set, id)?
@@ -78,9 +77,10 @@ impl<'a> Repo<'a> {
             return Ok(size);
         }
         self.gix
-            .find_header(id)
+            .try_find_header(id)
+            .map_err(|e| GitError::internal_in(format!("reading the header of {id}"), e))?
             .map(|h| h.size())
-            .map_err(|_| GitError::NotFound(format!("Bad object: {id}")))
+            .ok_or_else(|| GitError::internal_msg(format!("missing object {id}")))
     }
 
     /// Whether the repository has object `id`.

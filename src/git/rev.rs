@@ -31,30 +31,52 @@ pub fn resolve(repo: &gix::Repository, spec: &str) -> Result<ObjectId, GitError>
 /// Resolves a revision and peels it to a commit.
 pub fn resolve_commit(repo: &Repo, spec: &str) -> Result<ObjectId, GitError> {
     let id = resolve(repo, spec)?;
-    peel_to_commit(repo, id)
+    peel_named(repo, spec, id)?
         .ok_or_else(|| GitError::NotFound(format!("Invalid commit reference: {spec}")))
+}
+
+/// Peels `id`, what the revision `spec` resolved to, to a commit; `None` when it names none.
+/// An object that is missing though `spec` is not its id was named by the repository itself
+/// (a ref, a tag, a parent): the repository is broken, which is no fault of the client's.
+pub fn peel_named(repo: &Repo, spec: &str, id: ObjectId) -> Result<Option<ObjectId>, GitError> {
+    let commit = peel_to_commit(repo, id)?;
+    let literal = ObjectId::from_hex(spec.as_bytes()).is_ok_and(|given| given == id);
+    if commit.is_none() && !literal && !repo.has_object(&id)? {
+        return Err(GitError::internal_msg(format!(
+            "{spec} names {id}, which is missing"
+        )));
+    }
+    Ok(commit)
 }
 
 /// Tags followed at most from a name to what it names (git's own bound is far higher, but
 /// no repository nests tags deeper than a few).
 const MAX_TAG_DEPTH: usize = 64;
 
-/// Follows tags to the commit they name; `None` when it is not a commit. The objects are read
-/// through the shared pack reader.
-pub fn peel_to_commit(repo: &Repo, mut id: ObjectId) -> Option<ObjectId> {
-    for _ in 0..MAX_TAG_DEPTH {
-        let (kind, data) = repo.read_object(&id).ok()??;
+/// Follows tags to the commit they name; `None` when it is not a commit or is missing. The
+/// objects are read through the shared pack reader; one that cannot be read is an error, as is
+/// a tag whose target is missing.
+pub fn peel_to_commit(repo: &Repo, mut id: ObjectId) -> Result<Option<ObjectId>, GitError> {
+    for depth in 0..MAX_TAG_DEPTH {
+        let Some((kind, data)) = repo.read_object(&id)? else {
+            if depth == 0 {
+                return Ok(None);
+            }
+            return Err(GitError::internal_msg(format!(
+                "a tag names {id}, which is missing"
+            )));
+        };
         match kind {
-            Kind::Commit => return Some(id),
+            Kind::Commit => return Ok(Some(id)),
             Kind::Tag => {
                 id = gix::objs::TagRef::from_bytes(&data, repo.object_hash())
-                    .ok()?
+                    .map_err(|e| GitError::internal_in(format!("tag {id}"), e))?
                     .target()
             }
-            _ => return None,
+            _ => return Ok(None),
         }
     }
-    None
+    Ok(None)
 }
 
 /// The commits a `qt=range` search names: whitespace-separated revisions, `^rev` and `a..b`

@@ -134,11 +134,13 @@ fn only_subdirectory(repo: &Repo, tree: ObjectId) -> Result<Option<Entry>, GitEr
     }))
 }
 
-/// The bytes of tree `id` (shared with the pack reader's caches).
+/// The bytes of tree `id`, which a commit or a tree names (shared with the pack reader's
+/// caches): its absence, like an unreadable object, is a broken repository.
 fn read_tree(repo: &Repo, id: &gix::hash::oid) -> Result<Arc<Vec<u8>>, GitError> {
-    match repo.read_object(id) {
-        Ok(Some((gix::object::Kind::Tree, data))) => Ok(data),
-        _ => Err(GitError::NotFound(format!("Bad tree: {id}"))),
+    match repo.read_object(id)? {
+        Some((gix::object::Kind::Tree, data)) => Ok(data),
+        Some(_) => Err(GitError::NotFound(format!("Bad tree: {id}"))),
+        None => Err(GitError::internal_msg(format!("missing tree {id}"))),
     }
 }
 
@@ -154,12 +156,13 @@ pub struct Blob {
     pub size: u64,
 }
 
-/// Reads a whole blob.
+/// Reads a whole blob, which a tree names: its absence, like an unreadable object, is a broken
+/// repository.
 pub fn read_blob(repo: &Repo, id: ObjectId) -> Result<Blob, GitError> {
-    let data = match repo.read_object(&id) {
-        Ok(Some((gix::object::Kind::Blob, data))) => data,
-        Ok(Some(_)) => return Err(GitError::NotFound(format!("Not a blob: {id}"))),
-        _ => return Err(GitError::NotFound(format!("Bad object name: {id}"))),
+    let data = match repo.read_object(&id)? {
+        Some((gix::object::Kind::Blob, data)) => data,
+        Some(_) => return Err(GitError::NotFound(format!("Not a blob: {id}"))),
+        None => return Err(GitError::internal_msg(format!("missing blob {id}"))),
     };
     let data = Arc::unwrap_or_clone(data);
     let size = data.len() as u64;

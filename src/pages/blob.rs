@@ -11,7 +11,13 @@ use gix::bstr::ByteSlice;
 pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let path = ctx.req.path.as_ref();
     let id = match &ctx.req.query.id {
-        Some(hex) => full_hex(hex)?,
+        Some(hex) => {
+            let id = full_hex(hex)?;
+            if !ctx.repo.has_object(&id)? {
+                return Err(PageError::NotFound(format!("Bad object name: {id}")));
+            }
+            id
+        }
         None => {
             let commit = shared::page_commit(ctx)?;
             let tree = git::commit::read_commit(ctx.repo, commit)?.tree;

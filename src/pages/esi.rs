@@ -141,7 +141,7 @@ pub fn render_fragment(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
         let Some(rev) = rev else { return Ok(None) };
         let id = ObjectId::from_hex(rev.as_bytes())
             .map_err(|_| PageError::BadRequest(format!("Bad object id: {rev}")))?;
-        crate::git::rev::peel_to_commit(ctx.repo, id)
+        crate::git::rev::peel_to_commit(ctx.repo, id)?
             .filter(|c| *c == id)
             .map(Some)
             .ok_or_else(|| PageError::NotFound(format!("Not a commit in this repository: {rev}")))

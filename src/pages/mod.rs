@@ -368,7 +368,7 @@ fn named_commit_time(repo: &crate::git::Repo, req: &PageRequest) -> Option<i64> 
         return None;
     }
     let id = gix::ObjectId::from_hex(req.query.id.as_ref()?.as_bytes()).ok()?;
-    let commit = crate::git::rev::peel_to_commit(repo, id)?;
+    let commit = crate::git::rev::peel_to_commit(repo, id).ok()??;
     Some(
         crate::git::commit::read_commit(repo, commit)
             .ok()?

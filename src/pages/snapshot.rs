@@ -27,7 +27,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     })?;
     let (revision, root) = revision_and_root(ctx, stem)?;
     let id = git::rev::resolve(ctx.repo, &revision)?;
-    let commit = git::rev::peel_to_commit(ctx.repo, id)
+    let commit = git::rev::peel_named(ctx.repo, &revision, id)?
         .ok_or_else(|| PageError::BadRequest(format!("Not a commit reference: {revision}")))?;
     let etag = format!("\"{commit}\"");
     if validators::matches(ctx.req.if_none_match.as_deref(), &etag) {

@@ -51,7 +51,7 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     let tags = refs.tags.iter().take(g.summary_tags);
     let (log, more_log) = recent_log(ctx)?;
     let body = Summary {
-        empty: refs.branches.is_empty(),
+        empty: no_branches(ctx),
         branches: branches
             .iter()
             .map(|b| shared::branch_row(ctx, b))
@@ -73,9 +73,16 @@ pub fn render(ctx: &RepoCtx<'_>) -> Result<Response, PageError> {
     Ok(Response::html(frame::wrap(ctx.site, &frame, &body)?))
 }
 
+/// Whether the repository has no branch: not one whose tip cannot be read (the snapshot leaves
+/// those out), which is a broken repository, not an empty one.
+fn no_branches(ctx: &RepoCtx<'_>) -> bool {
+    let refs = &ctx.refs;
+    refs.branches.is_empty() && !refs.all.iter().any(|r| r.name.starts_with("refs/heads/"))
+}
+
 fn recent_log(ctx: &RepoCtx<'_>) -> Result<(Vec<SummaryLogRow>, Option<String>), PageError> {
     let count = ctx.site.config.globals.summary_log;
-    if count == 0 || ctx.refs.branches.is_empty() {
+    if count == 0 || no_branches(ctx) {
         return Ok((Vec::new(), None));
     }
     let tip = match ctx.head_commit() {

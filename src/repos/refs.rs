@@ -283,8 +283,13 @@ fn peel(repo: &gix::Repository, id: ObjectId, packed: Option<ObjectId>) -> Optio
     None
 }
 
+/// The branch `name` at commit `id`; none when the commit cannot be read (logged: the
+/// repository is broken).
 fn read_branch(repo: &gix::Repository, name: &str, id: ObjectId) -> Option<Branch> {
-    let commit = repo.find_commit(id).ok()?;
+    let commit = repo
+        .find_commit(id)
+        .map_err(|e| tracing::warn!("branch {name}: its commit {id} cannot be read: {e}"))
+        .ok()?;
     let decoded = commit.decode().ok()?;
     Some(Branch {
         name: name.to_string(),

@@ -42,16 +42,41 @@ fn canonical_mode(mode: u32) -> u32 {
     }
 }
 
-/// An entry of a tree, its name borrowed from the tree's bytes.
-struct TreeEntry<'d> {
-    name: &'d [u8],
+/// An entry of a tree's bytes: where its name is in them, and where the next entry starts.
+#[derive(Clone, Copy)]
+struct TreeEntry {
+    name: (usize, usize),
     mode: u32,
     id: ObjectId,
+    next: usize,
 }
 
-impl TreeEntry<'_> {
+impl TreeEntry {
     fn is_tree(&self) -> bool {
         self.mode == TREE_MODE
+    }
+
+    fn name<'d>(&self, data: &'d [u8]) -> &'d [u8] {
+        &data[self.name.0..self.name.1]
+    }
+
+    /// The entry of `data` that starts at byte `at`; none past the last.
+    fn at(data: &[u8], at: usize, hash: gix::hash::Kind) -> Result<Option<TreeEntry>, GitError> {
+        let rest = data.get(at..).unwrap_or_default();
+        let Some(e) = gix::objs::TreeRefIter::from_bytes(rest, hash).next() else {
+            return Ok(None);
+        };
+        let e = e.map_err(GitError::internal)?;
+        // (a valid entry is `<mode> <name>\0<id>`)
+        let space = rest.iter().position(|&b| b == b' ').unwrap_or_default();
+        let start = at + space + 1;
+        let end = start + e.filename.len();
+        Ok(Some(TreeEntry {
+            name: (start, end),
+            mode: canonical_mode(u32::from(e.mode.value())),
+            id: e.oid.to_owned(),
+            next: end + 1 + hash.len_in_bytes(),
+        }))
     }
 }
 
@@ -63,27 +88,6 @@ fn read_tree(repo: &Repo, id: Option<ObjectId>) -> Result<Arc<Vec<u8>>, GitError
     match repo.read_object(&id)? {
         Some((gix::object::Kind::Tree, data)) => Ok(data),
         _ => Err(GitError::internal_msg(format!("missing tree {id}"))),
-    }
-}
-
-/// The entries of a tree's bytes, in the tree's order.
-struct TreeEntries<'d>(gix::objs::TreeRefIter<'d>);
-
-impl<'d> TreeEntries<'d> {
-    fn new(data: &'d [u8], hash: gix::hash::Kind) -> Self {
-        TreeEntries(gix::objs::TreeRefIter::from_bytes(data, hash))
-    }
-
-    fn next(&mut self) -> Result<Option<TreeEntry<'d>>, GitError> {
-        let Some(e) = self.0.next() else {
-            return Ok(None);
-        };
-        let e = e.map_err(GitError::internal)?;
-        Ok(Some(TreeEntry {
-            name: e.filename.as_ref(),
-            mode: canonical_mode(u32::from(e.mode.value())),
-            id: e.oid.to_owned(),
-        }))
     }
 }
 
@@ -109,110 +113,104 @@ impl Limit<'_> {
     }
 }
 
-/// Every changed file between two trees (`None`: the empty tree), in git's output order.
+/// Two trees being compared: the bytes of each side, where the next entry of each starts, and
+/// the length of the path of the folder they are (the base of their entries' paths).
+struct Level {
+    old: Arc<Vec<u8>>,
+    new: Arc<Vec<u8>>,
+    old_at: usize,
+    new_at: usize,
+    base_len: usize,
+}
+
+impl Level {
+    fn read(
+        repo: &Repo,
+        old: Option<ObjectId>,
+        new: Option<ObjectId>,
+        base_len: usize,
+    ) -> Result<Level, GitError> {
+        // (the new side first, like blobs: see `Differ::content`)
+        let new = read_tree(repo, new)?;
+        let old = read_tree(repo, old)?;
+        Ok(Level {
+            old,
+            new,
+            old_at: 0,
+            new_at: 0,
+            base_len,
+        })
+    }
+}
+
+/// Every changed file between two trees (`None`: the empty tree), in git's output order. Both
+/// trees are walked in step, neither collected (most entries are the same), depth first with a
+/// stack of the folders entered instead of recursion: a tree nested ten thousand levels deep
+/// must not overflow a worker's stack.
 pub fn changes(
     repo: &Repo,
     old: Option<ObjectId>,
     new: Option<ObjectId>,
     limit: Option<&[u8]>,
 ) -> Result<Vec<RawChange>, GitError> {
+    let limit = Limit(limit);
+    let hash = repo.object_hash();
     let mut out = Vec::new();
-    let mut walk = Walk {
-        repo,
-        limit: Limit(limit),
-        out: &mut out,
-    };
-    walk.trees(&mut Vec::new(), old, new)?;
-    Ok(out)
-}
-
-struct Walk<'a> {
-    repo: &'a Repo<'a>,
-    limit: Limit<'a>,
-    out: &'a mut Vec<RawChange>,
-}
-
-impl Walk<'_> {
-    fn trees(
-        &mut self,
-        base: &mut Vec<u8>,
-        old: Option<ObjectId>,
-        new: Option<ObjectId>,
-    ) -> Result<(), GitError> {
-        // (the new side first, like blobs: see `Differ::content`)
-        let new_data = read_tree(self.repo, new)?;
-        let old_data = read_tree(self.repo, old)?;
-        let hash = self.repo.object_hash();
-        // (both trees are walked in step, neither collected: most entries are the same)
-        let mut new_entries = TreeEntries::new(&new_data, hash);
-        let mut old_entries = TreeEntries::new(&old_data, hash);
-        let (mut a, mut b) = (old_entries.next()?, new_entries.next()?);
-        loop {
-            let order = match (&a, &b) {
-                (Some(a), Some(b)) => {
-                    gix::objs::tree::name_order(a.name, a.is_tree(), b.name, b.is_tree())
-                }
-                (Some(_), None) => Ordering::Less,
-                (None, Some(_)) => Ordering::Greater,
-                (None, None) => return Ok(()),
-            };
-            match order {
-                Ordering::Less => {
-                    self.entry(base, a.as_ref(), None)?;
-                    a = old_entries.next()?;
-                }
-                Ordering::Greater => {
-                    self.entry(base, None, b.as_ref())?;
-                    b = new_entries.next()?;
-                }
-                Ordering::Equal => {
-                    if let (Some(old), Some(new)) = (&a, &b)
-                        && (old.id != new.id || old.mode != new.mode)
-                    {
-                        self.entry(base, a.as_ref(), b.as_ref())?;
-                    }
-                    a = old_entries.next()?;
-                    b = new_entries.next()?;
+    let mut base = Vec::new();
+    let mut stack = vec![Level::read(repo, old, new, 0)?];
+    while let Some(level) = stack.last_mut() {
+        base.truncate(level.base_len);
+        let a = TreeEntry::at(&level.old, level.old_at, hash)?;
+        let b = TreeEntry::at(&level.new, level.new_at, hash)?;
+        let (old, new, name) = match (a, b) {
+            (None, None) => {
+                stack.pop();
+                continue;
+            }
+            (Some(a), None) => (Some(a), None, a.name(&level.old)),
+            (None, Some(b)) => (None, Some(b), b.name(&level.new)),
+            (Some(a), Some(b)) => {
+                let (a_name, b_name) = (a.name(&level.old), b.name(&level.new));
+                match gix::objs::tree::name_order(a_name, a.is_tree(), b_name, b.is_tree()) {
+                    Ordering::Less => (Some(a), None, a_name),
+                    Ordering::Greater => (None, Some(b), b_name),
+                    Ordering::Equal => (Some(a), Some(b), a_name),
                 }
             }
+        };
+        if let Some(a) = old {
+            level.old_at = a.next;
         }
-    }
-
-    /// One entry present on one or both sides under the same name and kind.
-    fn entry(
-        &mut self,
-        base: &mut Vec<u8>,
-        old: Option<&TreeEntry>,
-        new: Option<&TreeEntry>,
-    ) -> Result<(), GitError> {
-        let name = old.or(new).map(|e| e.name).unwrap_or_default();
-        let len = base.len();
-        if len > 0 {
+        if let Some(b) = new {
+            level.new_at = b.next;
+        }
+        if let (Some(a), Some(b)) = (old, new)
+            && a.id == b.id
+            && a.mode == b.mode
+        {
+            continue;
+        }
+        // One entry present on one or both sides under the same name and kind.
+        if !base.is_empty() {
             base.push(b'/');
         }
         base.extend_from_slice(name);
-        let is_tree = old.or(new).is_some_and(TreeEntry::is_tree);
-        let result = if is_tree {
-            if self.limit.enters_dir(base) {
-                self.trees(base, old.map(|e| e.id), new.map(|e| e.id))
-            } else {
-                Ok(())
+        if old.or(new).is_some_and(|e| e.is_tree()) {
+            if limit.enters_dir(&base) {
+                let entered = Level::read(repo, old.map(|e| e.id), new.map(|e| e.id), base.len())?;
+                stack.push(entered);
             }
-        } else {
-            if self.limit.matches_file(base) {
-                let side = |e: &TreeEntry| Entry {
-                    path: base.clone().into(),
-                    mode: e.mode,
-                    id: e.id,
-                };
-                self.out.push(RawChange {
-                    old: old.map(side),
-                    new: new.map(side),
-                });
-            }
-            Ok(())
-        };
-        base.truncate(len);
-        result
+        } else if limit.matches_file(&base) {
+            let side = |e: TreeEntry| Entry {
+                path: base.clone().into(),
+                mode: e.mode,
+                id: e.id,
+            };
+            out.push(RawChange {
+                old: old.map(side),
+                new: new.map(side),
+            });
+        }
     }
+    Ok(out)
 }

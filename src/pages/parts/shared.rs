@@ -268,7 +268,7 @@ pub fn page_commit(ctx: &RepoCtx<'_>) -> Result<ObjectId, crate::pages::PageErro
     use crate::pages::PageError;
     let rev = ctx.req.query.id.as_deref().unwrap_or(&ctx.head);
     match crate::git::rev::resolve(ctx.repo, rev) {
-        Ok(id) => crate::git::rev::peel_to_commit(ctx.repo, id)
+        Ok(id) => crate::git::rev::peel_named(ctx.repo, rev, id)?
             .ok_or_else(|| PageError::NotFound(format!("Invalid commit reference: {rev}"))),
         Err(crate::git::GitError::NotFound(_)) => {
             Err(PageError::NotFound(format!("Invalid revision name: {rev}")))
