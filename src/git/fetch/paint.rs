@@ -9,7 +9,7 @@ use super::{Deepen, Wanted};
 use crate::git::GitError;
 use crate::git::commit_index::CommitIndex;
 use gix::ObjectId;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashSet};
 
 /// A commit of the walk.
 type Node = u32;
@@ -36,7 +36,7 @@ struct Graph<'a> {
     /// Nodes below this are index positions.
     indexed: u32,
     /// Commits the index lacks, numbered from `indexed` on.
-    others: HashMap<ObjectId, Node>,
+    others: gix::hashtable::HashMap<ObjectId, Node>,
     other_links: Vec<(ObjectId, Links)>,
 }
 
@@ -47,7 +47,7 @@ impl<'a> Graph<'a> {
             commits,
             index,
             indexed: index.map_or(0, |i| i.len() as u32),
-            others: HashMap::new(),
+            others: Default::default(),
             other_links: Vec::new(),
         }
     }
@@ -170,7 +170,7 @@ pub(super) fn walk_painting(
     commits: &Commits,
     tips: &[ObjectId],
     wanted: &Wanted,
-    graft: &HashSet<ObjectId>,
+    graft: &gix::hashtable::HashSet<ObjectId>,
 ) -> Result<Walk, GitError> {
     let graph = Graph::new(commits);
     let paint = vec![Paint::Unseen; graph.len()];

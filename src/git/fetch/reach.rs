@@ -4,8 +4,8 @@ use super::select::Commits;
 use crate::git::commit_index::CommitIndex;
 use crate::git::{GitError, Repo};
 use gix::ObjectId;
+use gix::hashtable::HashSet;
 use gix::object::Kind;
-use std::collections::HashSet;
 
 /// The first of `wants` not reachable from `tips`, or `None` when all are. A wanted commit
 /// counts when the walk from the tips reaches it; any other object counts when the
@@ -17,7 +17,7 @@ pub fn unreachable(
     tips: &[ObjectId],
     wants: &[ObjectId],
 ) -> Result<Option<ObjectId>, GitError> {
-    let mut commits_wanted = HashSet::new();
+    let mut commits_wanted = HashSet::default();
     for want in wants {
         match repo.read_object(want)? {
             None => return Ok(Some(*want)),
@@ -28,7 +28,7 @@ pub fn unreachable(
         }
     }
     let commits = Commits { repo, index };
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     let mut queue: Vec<ObjectId> = Vec::new();
     for tip in tips {
         if matches!(repo.read_object(tip)?, Some((Kind::Commit, _))) && seen.insert(*tip) {

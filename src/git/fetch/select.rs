@@ -9,7 +9,10 @@ use crate::git::{GitError, Repo};
 use gix::ObjectId;
 use gix::object::Kind;
 use gix::objs::commit::ref_iter::Token;
-use std::collections::{HashMap, HashSet, VecDeque};
+// Sets and maps keyed by object ids hash the ids' first bytes (gix's tables): a full clone
+// of git.git looks up millions of tree entries in `Trees::seen`.
+use gix::hashtable::{HashMap, HashSet};
+use std::collections::VecDeque;
 
 /// Edge commits (had by the client, parents of sent ones) whose trees are read to leave out
 /// what the client has; past this many the pack may hold objects the client has already.
@@ -72,7 +75,7 @@ pub fn select(
 ) -> Result<Selection, GitError> {
     let commits = Commits { repo, index };
     let mut out = Selection::default();
-    let mut seen: HashSet<ObjectId> = HashSet::new();
+    let mut seen: HashSet<ObjectId> = HashSet::default();
     let mut tips = Vec::new();
     let mut roots = Vec::new();
     for want in &wanted.wants {
@@ -178,8 +181,8 @@ fn walk_depth(
     graft: &HashSet<ObjectId>,
     depth: u32,
 ) -> Result<Walk, GitError> {
-    let common: HashSet<&ObjectId> = wanted.common.iter().collect();
-    let mut level: HashMap<ObjectId, u32> = HashMap::new();
+    let common: HashSet<ObjectId> = wanted.common.iter().copied().collect();
+    let mut level: HashMap<ObjectId, u32> = HashMap::default();
     let mut queue: VecDeque<ObjectId> = VecDeque::new();
     for tip in tips {
         if level.insert(*tip, 1).is_none() {
@@ -209,7 +212,7 @@ fn walk_depth(
             continue;
         }
         for parent in l.parents {
-            if let std::collections::hash_map::Entry::Vacant(e) = level.entry(parent) {
+            if let gix::hashtable::hash_map::Entry::Vacant(e) = level.entry(parent) {
                 e.insert(at + 1);
                 queue.push_back(parent);
             }
