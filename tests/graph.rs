@@ -61,10 +61,7 @@ fn build_tangle() -> Fixture {
         let msg = format!("merge {} into {into}", from.join(" "));
         args.extend(["-m", &msg]);
         args.extend(from);
-        let date = format!("@{when} +0000");
-        let out = git_command(&work, &args)
-            .env("GIT_AUTHOR_DATE", &date)
-            .env("GIT_COMMITTER_DATE", &date)
+        let out = git_command_at(&work, &args, &format!("@{when} +0000"))
             .output()
             .unwrap();
         if !out.status.success() {

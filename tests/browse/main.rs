@@ -37,16 +37,7 @@ fn set_raw_message(dir: &Path, message: &[u8]) {
 }
 
 fn merge(dir: &Path, args: &[&str], date: &str) {
-    let out = git_command(dir, &[&["merge", "-q", "--no-ff"], args].concat())
-        .env("GIT_AUTHOR_DATE", date)
-        .env("GIT_COMMITTER_DATE", date)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    git_at(dir, &[&["merge", "-q", "--no-ff"], args].concat(), date);
 }
 
 /// A history with a merge TREESAME to one parent (`-s ours`), a real merge, a rename, tags, a

@@ -146,40 +146,49 @@ pub fn commit_staged(dir: &Path, message: &[u8], date: &str) -> String {
     let git_dir = git(dir, &["rev-parse", "--absolute-git-dir"]);
     let msg_file = Path::new(git_dir.trim()).join("CGITD_TEST_MSG");
     std::fs::write(&msg_file, message).unwrap();
-    let out = git_command(dir, &["commit", "-q", "--allow-empty", "-F"])
-        .arg(&msg_file)
-        .env("GIT_AUTHOR_DATE", date)
-        .env("GIT_COMMITTER_DATE", date)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let msg_file = msg_file.to_str().unwrap();
+    git_at(
+        dir,
+        &["commit", "-q", "--allow-empty", "-F", msg_file],
+        date,
     );
     git(dir, &["rev-parse", "HEAD"]).trim().to_string()
 }
 
-/// Runs `git args` in `dir` with author and committer date unix time `when`, as `author`
-/// (mail `<author with dots>@example.com`) when one is given; asserts it succeeded.
-pub fn git_dated(dir: &Path, args: &[&str], when: i64, author: Option<&str>) {
-    let date = format!("@{when} +0000");
+/// `git args` in `dir` with author and committer date `date` (as git reads dates), not run.
+pub fn git_command_at(dir: &Path, args: &[&str], date: &str) -> Command {
     let mut command = git_command(dir, args);
     command
-        .env("GIT_AUTHOR_DATE", &date)
-        .env("GIT_COMMITTER_DATE", &date);
-    if let Some(author) = author {
-        command.env("GIT_AUTHOR_NAME", author).env(
-            "GIT_AUTHOR_EMAIL",
-            format!("{}@example.com", author.replace(' ', ".")),
-        );
-    }
+        .env("GIT_AUTHOR_DATE", date)
+        .env("GIT_COMMITTER_DATE", date);
+    command
+}
+
+/// Runs `git args` in `dir` at `date` (see [`git_command_at`]); asserts it succeeded.
+pub fn git_at(dir: &Path, args: &[&str], date: &str) {
+    succeeded(args, git_command_at(dir, args, date));
+}
+
+fn succeeded(args: &[&str], mut command: Command) {
     let out = command.output().unwrap();
     assert!(
         out.status.success(),
         "git {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Runs `git args` in `dir` with author and committer date unix time `when`, as `author`
+/// (mail `<author with dots>@example.com`) when one is given; asserts it succeeded.
+pub fn git_dated(dir: &Path, args: &[&str], when: i64, author: Option<&str>) {
+    let mut command = git_command_at(dir, args, &format!("@{when} +0000"));
+    if let Some(author) = author {
+        command.env("GIT_AUTHOR_NAME", author).env(
+            "GIT_AUTHOR_EMAIL",
+            format!("{}@example.com", author.replace(' ', ".")),
+        );
+    }
+    succeeded(args, command);
 }
 
 /// Commits everything as `author` at unix time `when` (see [`git_dated`]); returns the id.
