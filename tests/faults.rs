@@ -10,14 +10,13 @@
 mod common;
 
 use common::*;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 /// A cgitd on 127.0.0.1 whose log (stderr) goes to a file the test reads; killed on drop.
 struct Logged {
-    child: Child,
-    addr: String,
+    server: Server,
     log: PathBuf,
     /// A path no page may show (the directory the repositories are in).
     secret: String,
@@ -27,37 +26,22 @@ impl Logged {
     fn start(rc: &Path) -> Logged {
         let dir = rc.parent().unwrap();
         let log = dir.join("cgitd.log");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cgitd"))
-            .current_dir(dir)
-            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-            .arg(rc)
-            .env_remove("CGIT_CONFIG")
-            .env("RUST_LOG", "cgitd=warn")
-            .env("NO_COLOR", "1")
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("cgitd starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .split("http://")
-            .nth(1)
-            .map(|s| s.trim().trim_end_matches('/').to_string())
-            .unwrap_or_else(|| panic!("no address in {line:?}"));
-        let secret = dir.display().to_string();
+        let args = [
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--config",
+            rc.to_str().unwrap(),
+        ];
         Logged {
-            child,
-            addr,
+            server: Server::start_logging_to(dir, &args, &log),
             log,
-            secret,
+            secret: dir.display().to_string(),
         }
     }
 
     fn get(&mut self, url: &str) -> Response {
-        let addr = self.addr.clone();
+        let addr = self.server.addr.clone();
         let answered = std::panic::catch_unwind(|| request(&addr, "GET", url, &[]));
         // (a server that died mid-answer shows as a cut response: say that it died, and why)
         if answered.is_err() {
@@ -79,7 +63,7 @@ impl Logged {
     }
 
     fn assert_alive(&mut self, after: &str) {
-        if let Some(status) = self.child.try_wait().unwrap() {
+        if let Some(status) = self.server.exited() {
             panic!(
                 "cgitd ended ({status}) after GET {after}; log:\n{}",
                 self.log()
@@ -132,13 +116,6 @@ impl Logged {
     fn assert_no_panic(&self) {
         let log = self.log();
         assert!(!log.contains("panicked"), "a panic in the log:\n{log}");
-    }
-}
-
-impl Drop for Logged {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

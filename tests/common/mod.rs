@@ -277,15 +277,29 @@ impl Server {
 
     /// Starts cgitd in `cwd` with exactly these arguments, which must make it listen.
     pub fn start_with(cwd: &Path, args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cgitd"))
+        Self::spawn(Self::command(cwd, args).stderr(Stdio::inherit()))
+    }
+
+    /// Like [`Server::start_with`], with the log (stderr, uncoloured) written to `log`.
+    pub fn start_logging_to(cwd: &Path, args: &[&str], log: &Path) -> Server {
+        let file = std::fs::File::create(log).unwrap();
+        Self::spawn(Self::command(cwd, args).env("NO_COLOR", "1").stderr(file))
+    }
+
+    fn command(cwd: &Path, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_cgitd"));
+        command
             .current_dir(cwd)
             .args(args)
             .env_remove("CGIT_CONFIG")
             .env("RUST_LOG", "cgitd=warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("cgitd starts");
+            .stdout(Stdio::piped());
+        command
+    }
+
+    /// Starts `command` and reads the address it listens on from its first line.
+    fn spawn(command: &mut Command) -> Server {
+        let mut child = command.spawn().expect("cgitd starts");
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
@@ -325,6 +339,11 @@ impl Server {
             .status()
             .unwrap();
         assert!(sent.success(), "kill -{name}");
+    }
+
+    /// How the process ended, if it has.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().unwrap()
     }
 
     /// How the process ended, waiting up to `timeout` for it (None: still running).
