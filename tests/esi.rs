@@ -62,7 +62,7 @@ fn forks_in(root: &Path, commits: Vec<(String, Option<&'static str>)>) -> Forks 
     std::fs::write(
         &rc,
         format!(
-            "enable-esi=1\nrepo.url=a\nrepo.path={d}/a.git\nrepo.url=b\nrepo.path={d}/b.git\n",
+            "enable-esi=1\nmetrics-path=/metrics\nrepo.url=a\nrepo.path={d}/a.git\nrepo.url=b\nrepo.path={d}/b.git\n",
             d = root.display()
         ),
     )
@@ -118,9 +118,15 @@ fn varnish_assembles_the_same_page_and_shares_fragments_across_forks() {
     // The same commit through the other fork: the fragment is already in Varnish.
     let (small, _) = &forks.commits[1];
     let hits_before = varnish.stat("MAIN.cache_hit");
+    let fragments_before = server.answers("esi_diff", 200);
     let b_page = varnish.get(&page_url("b", "commit", small, None, 0));
     assert_eq!(b_page.status, 200);
-    // varnishstat counters are flushed asynchronously: give them a moment.
+    assert_eq!(
+        server.answers("esi_diff", 200),
+        fragments_before,
+        "Varnish asked cgitd for no fragment through fork b"
+    );
+    // varnishd adds a worker's counters to the shared ones as the worker finishes its job.
     let hit = (0..40).any(|_| {
         std::thread::sleep(Duration::from_millis(50));
         varnish.stat("MAIN.cache_hit") > hits_before

@@ -147,20 +147,6 @@ fn etags_follow_configuration_content() {
 }
 
 /// The value of the request counter for `page` and `status` in a Prometheus text `page`.
-fn requests(metrics: &str, page: &str, status: u16) -> u64 {
-    metrics
-        .lines()
-        .filter(|l| l.starts_with("cgitd_requests_total{"))
-        .filter(|l| l.contains(&format!("page=\"{page}\"")))
-        .filter(|l| l.contains(&format!("status=\"{status}\"")))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-        .sum()
-}
-
-fn metrics(server: &Server) -> String {
-    server.page("/metrics")
-}
-
 #[test]
 fn a_cluster_behind_varnish_shares_fragments_and_validators() {
     let fx = &*FIXTURE;
@@ -197,10 +183,7 @@ fn a_cluster_behind_varnish_shares_fragments_and_validators() {
         &[("X-Test-Backend", "a")],
     );
     assert_eq!(via_a.text_with(200, "fork a through A"), direct_a);
-    let (a_frags, b_frags) = (
-        requests(&metrics(&a), "esi_diff", 200),
-        requests(&metrics(&b), "esi_diff", 200),
-    );
+    let (a_frags, b_frags) = (a.answers("esi_diff", 200), b.answers("esi_diff", 200));
     assert_eq!((a_frags, b_frags), (1, 0), "the fragment is rendered by A");
 
     // Fork b's page for the same commit, through B: B renders the frame, the fragment A
@@ -213,21 +196,9 @@ fn a_cluster_behind_varnish_shares_fragments_and_validators() {
     let html = via_b.text_with(200, "fork b through B");
     assert!(html.contains("href='/b/log/'") && !html.contains("href='/a/"));
     assert_eq!(html, direct(&b, &format!("/b/commit/?id={small}")));
-    assert_eq!(
-        requests(&metrics(&b), "commit", 200),
-        2,
-        "B rendered the frame"
-    );
-    assert_eq!(
-        requests(&metrics(&b), "esi_diff", 200),
-        0,
-        "B rendered no fragment"
-    );
-    assert_eq!(
-        requests(&metrics(&a), "esi_diff", 200),
-        1,
-        "once for the cluster"
-    );
+    assert_eq!(b.answers("commit", 200), 2, "B rendered the frame");
+    assert_eq!(b.answers("esi_diff", 200), 0, "B rendered no fragment");
+    assert_eq!(a.answers("esi_diff", 200), 1, "once for the cluster");
     let hit = (0..40).any(|_| {
         std::thread::sleep(Duration::from_millis(50));
         varnish.stat("MAIN.cache_hit") > hits_before
@@ -239,13 +210,13 @@ fn a_cluster_behind_varnish_shares_fragments_and_validators() {
         let url = format!("/{first}/log/");
         let fresh = varnish.request(&url, &[("X-Test-Backend", first)]);
         let body = fresh.text_with(200, "log through the first instance");
-        let not_modified_before = requests(&metrics(second_server), "log", 304);
+        let not_modified_before = second_server.answers("log", 304);
         let fetch_304_before = varnish.stat("MAIN.fetch_304");
         std::thread::sleep(Duration::from_millis(1500));
         let again = varnish.request(&url, &[("X-Test-Backend", second)]);
         assert_eq!(again.text_with(200, "log again"), body);
         assert_eq!(
-            requests(&metrics(second_server), "log", 304),
+            second_server.answers("log", 304),
             not_modified_before + 1,
             "{url}: the other instance answered the revalidation with 304"
         );

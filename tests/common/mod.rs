@@ -324,6 +324,18 @@ impl Server {
         r.text()
     }
 
+    /// How many answers of `status` the server counted for `page` (e.g. `esi_diff`), read from
+    /// its metrics: the cgitrc must say `metrics-path=/metrics`.
+    pub fn answers(&self, page: &str, status: u16) -> u64 {
+        self.page("/metrics")
+            .lines()
+            .filter(|l| l.starts_with("cgitd_requests_total{"))
+            .filter(|l| l.contains(&format!("page=\"{page}\"")))
+            .filter(|l| l.contains(&format!("status=\"{status}\"")))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    }
+
     pub fn request(&self, method: &str, target: &str, headers: &[(&str, &str)]) -> Response {
         request(&self.addr, method, target, headers)
     }

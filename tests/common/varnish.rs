@@ -35,6 +35,10 @@ impl Varnish {
             .arg("-n")
             .arg(workdir.path().join("n"))
             .args(["-s", "malloc,64m"])
+            // A worker thread adds its counters to the ones varnishstat reads only when the
+            // lock is free as it finishes a job, or else after thread_stats_rate (10) more
+            // jobs: a hit could stay unseen for the rest of a test. 0: every job adds them.
+            .args(["-p", "thread_stats_rate=0"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
