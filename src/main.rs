@@ -132,6 +132,7 @@ fn serve(args: ServeArgs) -> ExitCode {
     for d in &config.diagnostics {
         tracing::warn!("{d}");
     }
+    survive_exhaustion();
     let runtime = match http::runtime() {
         Ok(rt) => rt,
         Err(e) => {
@@ -163,6 +164,19 @@ fn serve(args: ServeArgs) -> ExitCode {
             }
         }
     })
+}
+
+/// What the server does not die of: a temporary file written past `RLIMIT_FSIZE` fails with
+/// `EFBIG` (a 503 for that snapshot or clone) instead of raising SIGXFSZ, whose default
+/// action ends the process; and the soft open-file limit is raised to the hard one.
+fn survive_exhaustion() {
+    // SAFETY: sets a signal's disposition to "ignore", before any thread is started.
+    let previous = unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+    if previous == libc::SIG_ERR {
+        tracing::warn!("SIGXFSZ not ignored: {}", std::io::Error::last_os_error());
+    }
+    let files = http::listener::raise_open_file_limit();
+    tracing::debug!("open-file limit {files}");
 }
 
 fn check_config(file: &std::path::Path) -> ExitCode {

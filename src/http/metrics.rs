@@ -166,6 +166,11 @@ impl Metrics {
         }
     }
 
+    /// Registers more metrics (before any is served).
+    pub fn register(&mut self, add: impl FnOnce(&mut Registry)) {
+        add(&mut self.registry);
+    }
+
     pub fn observe(&self, page: &str, status: u16, seconds: f64) {
         self.requests
             .get_or_create(&vec![

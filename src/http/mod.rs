@@ -6,6 +6,7 @@ mod client;
 pub mod compress;
 mod embedded;
 mod fetch_gate;
+pub mod listener;
 mod metrics;
 mod pack_cache;
 mod page;
@@ -61,6 +62,8 @@ pub struct App {
     /// Clones and fetches admitted to the git workers.
     fetches: fetch_gate::FetchGate,
     upload_pack: Arc<smart::Stats>,
+    /// The connections open, bounded by the file descriptors.
+    connections: Arc<listener::Connections>,
     metrics: metrics::Metrics,
     requests: AtomicU64,
     config_path: Option<std::path::PathBuf>,
@@ -91,6 +94,7 @@ pub fn scheduler_limits(options: &Scheduling) -> Limits {
 
 impl App {
     pub fn new(config: Config, config_path: Option<std::path::PathBuf>) -> Arc<App> {
+        let connections = Arc::new(listener::Connections::for_this_process());
         let scheduler = Scheduler::new(scheduler_limits(&config.globals.scheduling));
         let responses = ResponseCache::new(config.globals.response_cache_size);
         let packs = Arc::new(pack_cache::PackCache::new(config.globals.clone_cache_size));
@@ -102,7 +106,8 @@ impl App {
             limits.expensive_queue,
             FETCH_PATIENCE,
         );
-        let metrics = metrics::Metrics::new(&site, &scheduler, &responses.stats, &upload_pack);
+        let mut metrics = metrics::Metrics::new(&site, &scheduler, &responses.stats, &upload_pack);
+        metrics.register(|registry| connections.register(registry));
         Arc::new(App {
             site: RwLock::new(Arc::new(site)),
             scheduler,
@@ -112,6 +117,7 @@ impl App {
             packs,
             fetches,
             upload_pack,
+            connections,
             metrics,
             requests: AtomicU64::new(0),
             config_path,
@@ -246,11 +252,13 @@ pub async fn serve(app: Arc<App>, listener: tokio::net::TcpListener) -> std::io:
             }
         }
     });
+    let connections = Arc::clone(&app.connections);
+    tracing::debug!("serving at most {} connections at once", connections.cap());
     let service = router(app).into_make_service_with_connect_info::<SocketAddr>();
     // A response is written whole, at once: nothing is gained by holding back its last
     // segment until the previous ones are acknowledged (Nagle's algorithm).
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
+    let listener = listener::Bounded::new(listener, connections).tap_io(|connection| {
+        if let Err(e) = connection.stream.set_nodelay(true) {
             tracing::debug!("TCP_NODELAY not set: {e}");
         }
     });

@@ -275,7 +275,10 @@ impl Failure {
             }
             Failure::Internal(cause) => {
                 tracing::error!(target: "cgitd::request", "upload-pack: {cause}");
-                error(site, 500, "Internal error")
+                match pages::Exhaustion::in_text(&cause) {
+                    Some(short) => exhausted(site, short),
+                    None => error(site, 500, "Internal error"),
+                }
             }
         }
     }
@@ -432,6 +435,15 @@ fn git_response(kind: &str, body: Body) -> Response {
 
 fn error(site: &Site, status: u16, message: &str) -> Response {
     super::to_http(pages::render_error(site, status, message), ())
+}
+
+/// A 503 for a fetch the server lacked the resources for (git prints the status).
+fn exhausted(site: &Site, short: pages::Exhaustion) -> Response {
+    let mut page = pages::render_error(site, 503, short.message());
+    page.headers.retain(|(name, _)| *name != "Retry-After");
+    let wait = pages::Exhaustion::RETRY_AFTER.to_string();
+    page.headers.push(("Retry-After", wait));
+    super::to_http(page, ())
 }
 
 fn plain(status: StatusCode, text: &'static str) -> Response {

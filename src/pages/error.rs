@@ -44,7 +44,19 @@ impl PageError {
         }
     }
 
+    /// What the server ran short of when an internal failure comes from exhausted resources
+    /// (open files, disk space, memory): a transient overload, not a damaged repository.
+    pub fn exhaustion(&self) -> Option<Exhaustion> {
+        match self {
+            PageError::Internal { source, .. } => exhaustion(source.as_ref()),
+            _ => None,
+        }
+    }
+
     pub fn status(&self) -> u16 {
+        if self.exhaustion().is_some() {
+            return 503;
+        }
         match self {
             PageError::BadRequest(_) => 400,
             PageError::Forbidden(_) => 403,
@@ -57,6 +69,9 @@ impl PageError {
 
     /// The message shown to the client.
     pub fn message(&self) -> &str {
+        if let Some(short) = self.exhaustion() {
+            return short.message();
+        }
         match self {
             PageError::BadRequest(m)
             | PageError::Forbidden(m)
@@ -68,6 +83,9 @@ impl PageError {
     }
 
     fn title(&self) -> &'static str {
+        if self.exhaustion().is_some() {
+            return "Service unavailable";
+        }
         match self {
             PageError::BadRequest(_) => "Bad request",
             PageError::Forbidden(_) => "Forbidden",
@@ -77,6 +95,77 @@ impl PageError {
             PageError::Internal { .. } => "Internal server error",
         }
     }
+}
+
+/// A resource the server ran out of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exhaustion {
+    /// Open files (`EMFILE`, `ENFILE`).
+    Files,
+    /// Disk space for temporary files (`ENOSPC`, `EDQUOT`, `EFBIG`).
+    Disk,
+    /// Memory (`ENOMEM`).
+    Memory,
+}
+
+impl Exhaustion {
+    /// The seconds a client is asked to wait before retrying.
+    pub const RETRY_AFTER: u64 = 5;
+
+    /// What a client is told.
+    pub fn message(self) -> &'static str {
+        match self {
+            Exhaustion::Files => {
+                "The server has too many open files just now; please retry shortly. \
+                 The failure has been logged."
+            }
+            Exhaustion::Disk => {
+                "The server is out of space for temporary files; please retry later. \
+                 The failure has been logged."
+            }
+            Exhaustion::Memory => {
+                "The server is short of memory just now; please retry shortly. \
+                 The failure has been logged."
+            }
+        }
+    }
+
+    fn of_code(code: i32) -> Option<Exhaustion> {
+        match code {
+            libc::EMFILE | libc::ENFILE => Some(Exhaustion::Files),
+            libc::ENOSPC | libc::EDQUOT | libc::EFBIG => Some(Exhaustion::Disk),
+            libc::ENOMEM => Some(Exhaustion::Memory),
+            _ => None,
+        }
+    }
+
+    /// The exhaustion an error message names by its OS error code (`… (os error 24)`), for
+    /// errors that keep only the text of the `io::Error` under them.
+    pub fn in_text(text: &str) -> Option<Exhaustion> {
+        text.match_indices("(os error ").find_map(|(at, marker)| {
+            let rest = &text[at + marker.len()..];
+            let code = rest.split(')').next()?.parse().ok()?;
+            Exhaustion::of_code(code)
+        })
+    }
+}
+
+/// The exhaustion behind `err` or any of its sources: an `io::Error` with one of the codes
+/// of [`Exhaustion`], found by type or by its message.
+pub fn exhaustion(err: &(dyn std::error::Error + 'static)) -> Option<Exhaustion> {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && let Some(short) = io.raw_os_error().and_then(Exhaustion::of_code)
+        {
+            return Some(short);
+        }
+        if let Some(short) = Exhaustion::in_text(&e.to_string()) {
+            return Some(short);
+        }
+        next = e.source();
+    }
+    None
 }
 
 impl From<RepoError> for PageError {
@@ -131,6 +220,30 @@ mod tests {
         assert_eq!(err.status(), 500);
         assert!(!err.message().contains("disk"));
     }
+
+    #[test]
+    fn exhausted_resources_are_503s_whatever_wraps_them() {
+        let full = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        let err = PageError::internal("writing a snapshot", full);
+        assert_eq!(err.exhaustion(), Some(Exhaustion::Disk));
+        assert_eq!(err.status(), 503);
+        assert!(err.message().contains("retry"));
+        // Wrapped twice, and only as text.
+        let files = std::io::Error::from_raw_os_error(libc::EMFILE);
+        let err = PageError::internal("reading the repository", GitError::internal(files));
+        assert_eq!(err.exhaustion(), Some(Exhaustion::Files));
+        let text = format!("opening pack: {}", std::io::Error::from_raw_os_error(27));
+        let err = PageError::internal("x", GitError::internal_msg(text));
+        assert_eq!(err.exhaustion(), Some(Exhaustion::Disk));
+        let other = std::io::Error::from_raw_os_error(libc::EACCES);
+        let err = PageError::internal("reading the repository", GitError::internal(other));
+        assert_eq!((err.exhaustion(), err.status()), (None, 500));
+        assert_eq!(
+            Exhaustion::in_text("(os error 12)"),
+            Some(Exhaustion::Memory)
+        );
+        assert_eq!(Exhaustion::in_text("(os error 2)"), None);
+    }
 }
 
 #[derive(Template)]
@@ -157,7 +270,10 @@ pub fn page(site: &Site, req: &PageRequest, err: &PageError) -> Response {
         }
     };
     response.status = err.status();
-    if let PageError::Unavailable(_) = err {
+    if err.exhaustion().is_some() {
+        let wait = Exhaustion::RETRY_AFTER.to_string();
+        response.headers.push(("Retry-After", wait));
+    } else if let PageError::Unavailable(_) = err {
         response.headers.push(("Retry-After", "1".into()));
     }
     response

@@ -27,7 +27,7 @@ mod tree;
 
 pub use crate::request::{Page, PageRequest, Query};
 pub use cost::cost_class;
-pub use error::{PageError, chain};
+pub use error::{Exhaustion, PageError, chain, exhaustion};
 
 use crate::config::Config;
 use crate::repos::{RefSnapshot, RepoState, Repos};

@@ -2,8 +2,12 @@
 //! cgitd server on 127.0.0.1 spoken to over plain HTTP/1.1.
 #![allow(dead_code)]
 
+mod limits;
 pub mod sites;
 mod varnish;
+
+#[allow(unused_imports)] // only some test binaries start servers under limits
+pub use limits::{Limit, allow_open_files};
 
 #[allow(unused_imports)] // not every test binary runs a varnishd
 pub use varnish::Varnish;
