@@ -13,20 +13,6 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Deterministic text that does not compress much: `lines` lines of hex digits.
-fn noise(seed: u64, lines: usize) -> String {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let mut text = String::new();
-    for n in 0..lines {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let y = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
-        text.push_str(&format!("{seed} {n} {x:016x}{y:016x}\n"));
-    }
-    text
-}
-
 /// A repository of `files` noise files of `lines` lines in two commits, packed, with a
 /// third commit left loose.
 fn repo(dir: &Path, files: u64, lines: usize) {

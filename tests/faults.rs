@@ -131,20 +131,6 @@ fn assert_error_page(r: &Response, status: u16, url: &str) {
     );
 }
 
-/// Deterministic text that does not compress away: `lines` lines of hex digits.
-fn noise(seed: u64, lines: usize) -> String {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let mut text = String::new();
-    for n in 0..lines {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let y = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
-        text.push_str(&format!("{seed} {n} {x:016x}{y:016x}\n"));
-    }
-    text
-}
-
 /// Writes a cgitrc with `options` (whole lines) serving each `(url, path)`; returns its path.
 fn rc_with(dir: &Path, options: &str, repos: &[(&str, &Path)]) -> PathBuf {
     let mut text = format!("virtual-root=/\n{options}");

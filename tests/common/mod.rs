@@ -666,3 +666,17 @@ pub fn require_oracle(installed: bool, what: &str, package: &str) {
          (.ci/run installs what the tests need)"
     );
 }
+
+/// Deterministic text that does not compress away: `lines` lines of hex digits.
+pub fn noise(seed: u64, lines: usize) -> String {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut text = String::new();
+    for n in 0..lines {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let y = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
+        text.push_str(&format!("{seed} {n} {x:016x}{y:016x}\n"));
+    }
+    text
+}
