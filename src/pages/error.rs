@@ -31,32 +31,44 @@ pub enum PageError {
         #[source]
         source: Cause,
     },
+    /// The server ran short of open files, disk space or memory: a transient overload, not a
+    /// damaged repository. The cause is logged, not shown.
+    #[error("{context}")]
+    Exhausted {
+        short: Exhaustion,
+        context: &'static str,
+        #[source]
+        source: Cause,
+    },
 }
 
 /// What a client is told of an internal failure.
 const INTERNAL_MESSAGE: &str = "The server could not show this page; the failure has been logged.";
 
 impl PageError {
+    /// An internal failure, [`PageError::Exhausted`] when `source` comes from exhausted
+    /// resources.
     pub fn internal(context: &'static str, source: impl Into<Cause>) -> PageError {
-        PageError::Internal {
-            context,
-            source: source.into(),
+        let source = source.into();
+        match exhaustion(source.as_ref()) {
+            Some(short) => PageError::Exhausted {
+                short,
+                context,
+                source,
+            },
+            None => PageError::Internal { context, source },
         }
     }
 
-    /// What the server ran short of when an internal failure comes from exhausted resources
-    /// (open files, disk space, memory): a transient overload, not a damaged repository.
+    /// What the server ran short of, if that is why the page failed.
     pub fn exhaustion(&self) -> Option<Exhaustion> {
         match self {
-            PageError::Internal { source, .. } => exhaustion(source.as_ref()),
+            PageError::Exhausted { short, .. } => Some(*short),
             _ => None,
         }
     }
 
     pub fn status(&self) -> u16 {
-        if self.exhaustion().is_some() {
-            return 503;
-        }
         match self {
             PageError::BadRequest(_) => 400,
             PageError::Forbidden(_) => 403,
@@ -64,14 +76,12 @@ impl PageError {
             PageError::TooLarge(_) => 413,
             PageError::Unavailable(_) => 503,
             PageError::Internal { .. } => 500,
+            PageError::Exhausted { .. } => 503,
         }
     }
 
     /// The message shown to the client.
     pub fn message(&self) -> &str {
-        if let Some(short) = self.exhaustion() {
-            return short.message();
-        }
         match self {
             PageError::BadRequest(m)
             | PageError::Forbidden(m)
@@ -79,19 +89,17 @@ impl PageError {
             | PageError::TooLarge(m)
             | PageError::Unavailable(m) => m,
             PageError::Internal { .. } => INTERNAL_MESSAGE,
+            PageError::Exhausted { short, .. } => short.message(),
         }
     }
 
     fn title(&self) -> &'static str {
-        if self.exhaustion().is_some() {
-            return "Service unavailable";
-        }
         match self {
             PageError::BadRequest(_) => "Bad request",
             PageError::Forbidden(_) => "Forbidden",
             PageError::NotFound(_) => "Not found",
             PageError::TooLarge(_) => "Request too large",
-            PageError::Unavailable(_) => "Service unavailable",
+            PageError::Unavailable(_) | PageError::Exhausted { .. } => "Service unavailable",
             PageError::Internal { .. } => "Internal server error",
         }
     }
@@ -254,7 +262,7 @@ struct ErrorBody<'a> {
 
 /// Renders an error page with the site frame; internal errors are logged with their cause.
 pub fn page(site: &Site, req: &PageRequest, err: &PageError) -> Response {
-    if let PageError::Internal { .. } = err {
+    if let PageError::Internal { .. } | PageError::Exhausted { .. } = err {
         tracing::error!(target: "cgitd::request", url = %req.target, "{}", chain(err));
     }
     let mut frame = Frame::site(site, req, None);
@@ -270,11 +278,13 @@ pub fn page(site: &Site, req: &PageRequest, err: &PageError) -> Response {
         }
     };
     response.status = err.status();
-    if err.exhaustion().is_some() {
-        let wait = Exhaustion::RETRY_AFTER.to_string();
-        response.headers.push(("Retry-After", wait));
-    } else if let PageError::Unavailable(_) = err {
-        response.headers.push(("Retry-After", "1".into()));
+    match err {
+        PageError::Exhausted { .. } => {
+            let wait = Exhaustion::RETRY_AFTER.to_string();
+            response.headers.push(("Retry-After", wait));
+        }
+        PageError::Unavailable(_) => response.headers.push(("Retry-After", "1".into())),
+        _ => {}
     }
     response
 }
