@@ -443,6 +443,11 @@ pub fn request_as(
 pub fn read_response(stream: &mut TcpStream) -> Response {
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).unwrap();
+    parse_response(&raw)
+}
+
+/// A whole response as read from the wire (status, headers, de-chunked body).
+pub fn parse_response(raw: &[u8]) -> Response {
     let split = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
