@@ -6,7 +6,8 @@
 # a flood of expensive URLs (wrk, FLOOD connections: blame, path logs, searches, snapshots,
 # stats), a push of one new commit every PUSH seconds (git push from a work clone) and a
 # SIGHUP reload every RELOAD seconds. Every 10 s it samples the server's RssAnon, open fds and
-# threads into $STATE/samples.csv. At the end it prints the RssAnon slope after WARMUP seconds
+# threads, and jemalloc's allocated and resident bytes and the response cache's and commit
+# indexes' bytes (from /metrics) into $STATE/samples.csv. At the end it prints the RssAnon slope after WARMUP seconds
 # (least squares, MiB per 10 minutes; target ≤ 1), the fd and thread range after warm-up, the
 # answers by status from cgitd's metrics (target: no 5xx but shed 503s), the reloads that took
 # effect, and draws the RssAnon and fd curves into PLOT (an SVG).
@@ -95,13 +96,17 @@ reloads() {
 }
 sample() {
     local t0=$SECONDS
-    echo "seconds,rss_kib,fds,threads" > "$STATE/samples.csv"
+    echo "seconds,rss_kib,fds,threads,allocated_kib,resident_kib,responses_kib,indexes_kib" > "$STATE/samples.csv"
     while [ $SECONDS -lt $END ]; do
-        local rss fds threads
+        local rss fds threads memory
         rss=$(awk '/^RssAnon:/ {print $2}' /proc/"$CGITD_PID"/status)
         threads=$(awk '/^Threads:/ {print $2}' /proc/"$CGITD_PID"/status)
         fds=$(ls /proc/"$CGITD_PID"/fd | wc -l)
-        echo "$((SECONDS - t0)),$rss,$fds,$threads" >> "$STATE/samples.csv"
+        memory=$(curl -s --max-time 5 "http://127.0.0.1:$PORT/metrics" | awk '
+            /^cgitd_allocator_bytes\{kind="allocated"\}/ {a = $2} /^cgitd_allocator_bytes\{kind="resident"\}/ {r = $2}
+            /^cgitd_response_cache_bytes / {c = $2} /^cgitd_commit_index_bytes / {i = $2}
+            END {printf "%d,%d,%d,%d", a / 1024, r / 1024, c / 1024, i / 1024}')
+        echo "$((SECONDS - t0)),$rss,$fds,$threads,$memory" >> "$STATE/samples.csv"
         sleep 10
     done
 }

@@ -1,5 +1,6 @@
 //! Prometheus metrics: requests and latency per page, the scheduler's queues per cost class,
-//! fragment cache counters, upload-pack's packs, bytes and phases, in-process highlighting, ref snapshot rebuilds and pages cut short by their work budget.
+//! fragment cache counters, upload-pack's packs, bytes and phases, in-process highlighting,
+//! ref snapshot rebuilds, pages cut short by their work budget, and the allocator's memory.
 
 use super::response_cache::Stats as ResponseStats;
 use super::scheduler::Scheduler;
@@ -7,6 +8,7 @@ use crate::pages::Site;
 use prometheus_client::encoding::prometheus_text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -23,6 +25,7 @@ pub struct Metrics {
     registry: Registry,
     requests: Family<Labels, Counter>,
     latency: Family<Labels, Histogram, fn() -> Histogram>,
+    memory: Family<Labels, Gauge>,
 }
 
 impl Metrics {
@@ -158,11 +161,18 @@ impl Metrics {
             "Configuration reloads that took effect",
             reloads.clone(),
         );
+        let memory = Family::<Labels, Gauge>::default();
+        registry.register(
+            "allocator_bytes",
+            "jemalloc's bytes: allocated (live), active (in used pages), resident, retained (unmapped but kept)",
+            memory.clone(),
+        );
         Metrics {
             reloads,
             registry,
             requests,
             latency,
+            memory,
         }
     }
 
@@ -185,8 +195,30 @@ impl Metrics {
 
     /// The text exposition format.
     pub fn render(&self) -> String {
+        self.read_allocator();
         let mut out = String::new();
         let _ = encode(&mut out, &self.registry);
         out
+    }
+
+    /// Refreshes the allocator gauges from jemalloc's statistics.
+    fn read_allocator(&self) {
+        use tikv_jemalloc_ctl::{epoch, stats};
+        if epoch::advance().is_err() {
+            return;
+        }
+        let kinds = [
+            ("allocated", stats::allocated::read()),
+            ("active", stats::active::read()),
+            ("resident", stats::resident::read()),
+            ("retained", stats::retained::read()),
+        ];
+        for (kind, bytes) in kinds {
+            if let Ok(bytes) = bytes {
+                self.memory
+                    .get_or_create(&vec![("kind", kind.to_string())])
+                    .set(bytes as i64);
+            }
+        }
     }
 }
