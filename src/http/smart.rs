@@ -120,7 +120,7 @@ pub(super) async fn serve(app: &App, site: Arc<Site>, route: Route, request: Req
     };
     let ran = match class {
         CostClass::Cheap => app.scheduler.run(class, client_key, job).await,
-        CostClass::Expensive => match app.fetches.enter().await {
+        CostClass::Expensive => match app.fetches.enter(client_key).await {
             Ok(_slot) => app.scheduler.run_first(class, client_key, job).await,
             Err(refused) => Err(refused),
         },
