@@ -256,3 +256,117 @@ fn temporary_files_that_cannot_grow_answer_503_and_the_server_recovers() {
         "{logged}"
     );
 }
+
+fn rss_anon(server: &Server) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.pid())).unwrap();
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("RssAnon:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap();
+    kib << 10
+}
+
+fn with_memory_limit(rc: &Path, limit: u64) {
+    let text = std::fs::read_to_string(rc).unwrap();
+    let kept: String = text
+        .lines()
+        .filter(|l| !l.starts_with("memory-limit="))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(
+        rc,
+        format!("memory-limit={limit}\nresponse-cache-size=1073741824\n{kept}"),
+    )
+    .unwrap();
+}
+
+/// Waits (at most 10 s) until the metric has the value.
+fn until_metric(server: &Server, name: &str, value: f64) {
+    for _ in 0..200 {
+        if metric(server, name) == value {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("{name} never became {value}");
+}
+
+#[test]
+fn near_its_memory_limit_the_server_sheds_expensive_work_and_recovers() {
+    let tmp = TempDir::new("exhaust-memory");
+    repo(&tmp.path().join("m"), 4, 50_000);
+    let rc = rc(tmp.path(), &["m"]);
+    with_memory_limit(&rc, 0);
+    let (mut server, log) = start(tmp.path(), &rc, &[]);
+    let snapshot = "/m/snapshot/m-main.tar";
+    assert_eq!(server.get(snapshot).status, 200);
+    let ids: Vec<String> = git(&tmp.path().join("m"), &["rev-list", "HEAD"])
+        .lines()
+        .map(str::to_string)
+        .collect();
+
+    // Organic: a limit 40 MiB above what the server holds now, then big pages kept in the
+    // response cache (each asked for twice) until the server notices; it empties its caches
+    // and comes back under the limit by itself.
+    let limit = (rss_anon(&server) + (40 << 20)) * 5 / 4;
+    with_memory_limit(&rc, limit);
+    server.signal("HUP");
+    until_metric(&server, "cgitd_memory_limit_bytes", limit as f64);
+    let mut asked = 0;
+    'fill: for len in 7..=40 {
+        for id in &ids {
+            for file in 0..4 {
+                let url = format!("/m/plain/f{file:02}.txt?id={}", &id[..len]);
+                for _ in 0..2 {
+                    assert_eq!(server.get(&url).status, 200, "{url}");
+                }
+                asked += 1;
+                if metric(&server, "cgitd_memory_pressure_episodes_total") >= 1.0 {
+                    break 'fill;
+                }
+            }
+        }
+    }
+    assert!(
+        metric(&server, "cgitd_memory_pressure_episodes_total") >= 1.0,
+        "no pressure after {asked} pages"
+    );
+    until_metric(&server, "cgitd_memory_pressure", 0.0);
+    assert!(
+        rss_anon(&server) < limit,
+        "still over the limit after the caches were emptied"
+    );
+    assert_eq!(
+        server.get(snapshot).status,
+        200,
+        "expensive work after the pressure"
+    );
+
+    // Held under pressure (a limit it cannot meet): expensive work gets 503 + Retry-After,
+    // cheap pages are served; a reload without the limit ends it.
+    with_memory_limit(&rc, 1 << 20);
+    server.signal("HUP");
+    until_metric(&server, "cgitd_memory_pressure", 1.0);
+    let refused = server.get(snapshot);
+    assert_eq!(refused.status, 503, "{}", refused.text());
+    assert!(
+        refused.text().contains("short of memory"),
+        "{}",
+        refused.text()
+    );
+    assert!(refused.header("retry-after").is_some());
+    assert_eq!(server.get("/m/log/").status, 200);
+    with_memory_limit(&rc, 0);
+    server.signal("HUP");
+    until_metric(&server, "cgitd_memory_pressure", 0.0);
+    let archive = server.get(snapshot);
+    assert_eq!(archive.status, 200);
+    assert!(
+        archive.body == self::archive(&tmp.path().join("m"), "m"),
+        "the snapshot after the pressure differs from git archive's"
+    );
+    assert_alive(&mut server, &log, "after the memory pressure");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("memory pressure"), "{logged}");
+}

@@ -66,6 +66,11 @@ impl FragmentCache {
         self.stats.evictions.inc_by(evicted as u64);
     }
 
+    /// Forgets every fragment (to give memory back).
+    pub fn clear(&self) {
+        self.lock().clear();
+    }
+
     /// Bytes held now (keys and values).
     pub fn bytes(&self) -> usize {
         self.lock().bytes()

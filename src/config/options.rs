@@ -183,6 +183,8 @@ pub struct Globals {
     pub response_cache_size: usize,
     /// cgitd: byte budget of the clone packs kept in temporary files (0 turns it off).
     pub clone_cache_size: usize,
+    /// cgitd: bytes of memory the process should stay under (0: only its cgroup's limit).
+    pub memory_limit: u64,
     /// cgitd: path of the Prometheus metrics endpoint, if enabled.
     pub metrics_path: Option<String>,
     /// cgitd: signature line at the end of each patch.
@@ -282,6 +284,7 @@ impl Default for Globals {
             fragment_cache_size: 64 << 20,
             response_cache_size: 64 << 20,
             clone_cache_size: 1 << 30,
+            memory_limit: 0,
             metrics_path: None,
             scheduling: Scheduling::default(),
             trusted_proxies: Vec::new(),

@@ -393,6 +393,7 @@ impl Parser {
             "fragment-cache-size" => g.fragment_cache_size = count,
             "response-cache-size" => g.response_cache_size = count,
             "clone-cache-size" => g.clone_cache_size = count,
+            "memory-limit" => g.memory_limit = count as u64,
             "metrics-path" => g.metrics_path = non_empty(value),
             "patch-signature" => g.patch_signature = value.into(),
             "git-workers" => g.scheduling.workers = count,

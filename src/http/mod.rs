@@ -7,6 +7,7 @@ pub mod compress;
 mod embedded;
 mod fetch_gate;
 pub mod listener;
+mod memory;
 mod metrics;
 mod pack_cache;
 mod page;
@@ -64,6 +65,8 @@ pub struct App {
     upload_pack: Arc<smart::Stats>,
     /// The connections open, bounded by the file descriptors.
     connections: Arc<listener::Connections>,
+    /// Memory pressure, as the watch sees it.
+    memory: memory::Stats,
     metrics: metrics::Metrics,
     requests: AtomicU64,
     config_path: Option<std::path::PathBuf>,
@@ -108,6 +111,8 @@ impl App {
         );
         let mut metrics = metrics::Metrics::new(&site, &scheduler, &responses.stats, &upload_pack);
         metrics.register(|registry| connections.register(registry));
+        let memory = memory::Stats::default();
+        metrics.register(|registry| memory.register(registry));
         Arc::new(App {
             site: RwLock::new(Arc::new(site)),
             scheduler,
@@ -118,6 +123,7 @@ impl App {
             fetches,
             upload_pack,
             connections,
+            memory,
             metrics,
             requests: AtomicU64::new(0),
             config_path,
@@ -252,6 +258,7 @@ pub async fn serve(app: Arc<App>, listener: tokio::net::TcpListener) -> std::io:
             }
         }
     });
+    memory::watch(Arc::clone(&app));
     let connections = Arc::clone(&app.connections);
     tracing::debug!("serving at most {} connections at once", connections.cap());
     let service = router(app).into_make_service_with_connect_info::<SocketAddr>();

@@ -18,7 +18,7 @@ pub(super) struct ClassMetrics {
     pub(super) queued: Gauge,
     pub(super) running: Gauge,
     pub(super) wait: Histogram,
-    pub(super) shed: [Counter; 5],
+    pub(super) shed: [Counter; 6],
 }
 
 pub(super) struct Metrics {

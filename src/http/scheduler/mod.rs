@@ -29,6 +29,9 @@
 //!   expensive job to run is one of a client with the fewest running expensive jobs. A client
 //!   alone may use the whole class.
 //!
+//! - Under memory pressure ([`Scheduler::set_memory_pressure`], set by `super::memory`) new
+//!   expensive work is refused with [`ShedReason::MemoryPressure`]; cheap pages go on.
+//!
 //! - [`Scheduler::run_first`] queues a job ahead of every other job of its class, never shed
 //!   for its wait: for work whose client does not retry a 503 (git's clones and fetches). Its
 //!   caller bounds how many such jobs are queued at once.
@@ -40,6 +43,7 @@
 
 use prometheus_client::registry::Registry;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -196,6 +200,7 @@ impl Scheduler {
             work: Condvar::new(),
             metrics: Metrics::new(),
             limits,
+            memory_pressure: AtomicBool::new(false),
         });
         for n in 0..inner.limits.workers {
             let worker = Arc::clone(&inner);
@@ -208,6 +213,12 @@ impl Scheduler {
                 .expect("cannot start a git worker thread");
         }
         Arc::new(Scheduler { inner })
+    }
+
+    /// Refuses new expensive work ([`ShedReason::MemoryPressure`]) while `pressed`; work
+    /// already queued or running goes on.
+    pub fn set_memory_pressure(&self, pressed: bool) {
+        self.inner.memory_pressure.store(pressed, Ordering::Relaxed);
     }
 
     /// The limits in force (after clamping).

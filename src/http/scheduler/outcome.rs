@@ -18,6 +18,8 @@ pub enum ShedReason {
     OverShare,
     /// The scheduler is shutting down.
     ShuttingDown,
+    /// The process is near its memory limit: expensive work waits until it is not.
+    MemoryPressure,
     /// The job ran and panicked. Not an overload: answer 500, not 503 (`retry_after` is zero).
     Panicked,
 }
@@ -30,6 +32,7 @@ impl ShedReason {
             ShedReason::Deadline => "deadline",
             ShedReason::OverShare => "over_share",
             ShedReason::ShuttingDown => "shutting_down",
+            ShedReason::MemoryPressure => "memory_pressure",
             ShedReason::Panicked => "panicked",
         }
     }
@@ -41,15 +44,17 @@ impl ShedReason {
             ShedReason::OverShare => 2,
             ShedReason::ShuttingDown => 3,
             ShedReason::Panicked => 4,
+            ShedReason::MemoryPressure => 5,
         }
     }
 
-    pub(super) const ALL: [ShedReason; 5] = [
+    pub(super) const ALL: [ShedReason; 6] = [
         ShedReason::QueueFull,
         ShedReason::Deadline,
         ShedReason::OverShare,
         ShedReason::ShuttingDown,
         ShedReason::Panicked,
+        ShedReason::MemoryPressure,
     ];
 }
 
@@ -60,6 +65,7 @@ impl fmt::Display for ShedReason {
             ShedReason::Deadline => "the request waited too long",
             ShedReason::OverShare => "this client has more than its share of expensive requests",
             ShedReason::ShuttingDown => "the server is shutting down",
+            ShedReason::MemoryPressure => "the server is short of memory",
             ShedReason::Panicked => "the page failed to render",
         })
     }

@@ -5,6 +5,7 @@ use super::outcome::{Done, Shed, ShedReason, retry_after};
 use super::{CostClass, Limits};
 use std::collections::{HashMap, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -188,6 +189,8 @@ pub(super) struct Inner {
     /// Signalled when work is queued (or a slot for expensive work frees up).
     pub(super) work: Condvar,
     pub(super) metrics: Metrics,
+    /// Whether the process is near its memory limit (expensive work is refused meanwhile).
+    pub(super) memory_pressure: AtomicBool,
 }
 
 impl Inner {
@@ -238,6 +241,10 @@ impl Inner {
         if state.shutting_down {
             drop(state);
             return Err(self.shed(class, ShedReason::ShuttingDown));
+        }
+        if class == CostClass::Expensive && self.memory_pressure.load(Ordering::Relaxed) {
+            drop(state);
+            return Err(self.shed(class, ShedReason::MemoryPressure));
         }
         self.shed_stale(&mut state, class, now, &mut sheds);
         let q = class.index();
