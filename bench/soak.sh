@@ -12,9 +12,13 @@
 # answers by status from cgitd's metrics (target: no 5xx but shed 503s), the reloads that took
 # effect, and draws the RssAnon and fd curves into PLOT (an SVG).
 #
+# With MEMORY_MAX (bytes, e.g. 400M) the server runs in a memory cgroup of that limit (v2 or
+# v1; needs root), and the end also reports the cgroup's OOM kills and the pressure episodes.
+#
 # usage: bench/soak.sh [REPO]     REPO: any git directory; default: the git.git-shaped corpus
 # env:   DUR=3600, WARMUP=600, CRAWL=4, FLOOD=8, PUSH=30, RELOAD=60, PORT=8482,
-#        STATE=/tmp/cgitd-soak, PLOT=docs/soak.svg, CGITD=path (a release build unless given)
+#        STATE=/tmp/cgitd-soak, PLOT=docs/soak.svg, CGITD=path (a release build unless given),
+#        MEMORY_MAX=none
 # Only 127.0.0.1 is ever contacted; the run is bounded by DUR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +39,17 @@ git -C "$STATE/work" config user.name soak && git -C "$STATE/work" config user.e
 printf 'virtual-root=/\nmetrics-path=/metrics\nsnapshots=tar.gz\nenable-blame=1\nmax-stats=year\nrepo.url=git\nrepo.path=%s\n' \
     "$REPO" > "$STATE/cgitrc"
 CGITD_PORT=$PORT start_systems "$REPO" /dev/null "$STATE/cgitrc"
+CGROUP=""
+if [ -n "${MEMORY_MAX:-}" ]; then
+    if grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+        CGROUP=/sys/fs/cgroup/cgitd-soak-$$ && mkdir "$CGROUP" && echo "$MEMORY_MAX" > "$CGROUP/memory.max"
+    else
+        CGROUP=/sys/fs/cgroup/memory/cgitd-soak-$$ && mkdir "$CGROUP"
+        numfmt --from=iec "$MEMORY_MAX" > "$CGROUP/memory.limit_in_bytes"
+    fi
+    echo "$CGITD_PID" > "$CGROUP/cgroup.procs"
+    trap 'stop_systems; sleep 0.5; rmdir "$CGROUP" 2>/dev/null || true' EXIT
+fi
 curl -sf -o /dev/null "http://127.0.0.1:$PORT/git/" || { echo "cgitd did not start" >&2; exit 1; }
 
 # The URLs: the crawler's at random commits, the flood's at HEAD's files, dirs and tags.
@@ -118,8 +133,13 @@ pushes & c=$!
 reloads & d=$!
 sample & e=$!
 wait $a $b $c $d $e
+if [ -n "$CGROUP" ]; then
+    kills=$(cat "$CGROUP/memory.events" "$CGROUP/memory.oom_control" 2>/dev/null | awk '$1 == "oom_kill" {print $2; exit}' || true)
+    echo "cgroup limit $MEMORY_MAX: OOM kills ${kills:-0}"
+fi
 kill -0 "$CGITD_PID" 2>/dev/null || { echo "cgitd died during the soak; its log: $STATE/cgitd.out" >&2; exit 1; }
 curl -sf "http://127.0.0.1:$PORT/metrics" > "$STATE/metrics.txt"
+grep -E '^cgitd_memory_(pressure_episodes_total|limit_bytes) ' "$STATE/metrics.txt" || true
 curl -sf -o /dev/null "http://127.0.0.1:$PORT/git/commit/?h=master" || curl -sf -o /dev/null "http://127.0.0.1:$PORT/git/" ||
     echo "warning: cgitd did not answer after the soak"
 
