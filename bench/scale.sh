@@ -3,7 +3,8 @@
 #
 # Starts `cgitd serve` on REPO and reports: the time to its first answer (`/git/`); the time
 # until the commit index is ready (`cgitd_commit_index_builds_total` ≥ 1 in /metrics), with
-# the peak memory meanwhile (VmHWM) and RssAnon after; then the first-request time (curl) of
+# the peak RssAnon meanwhile (sampled every 50 ms; VmHWM also counts the mapped pack) and
+# RssAnon after; then the first-request time (curl) of
 # pages that grow with the repository: a deep log offset, a path-limited log, blame of a
 # top-level file (BLAME_FILE), the biggest directory's tree, refs, and a
 # snapshot of HEAD. Run it once on a repository without a commit-graph and once on a copy
@@ -32,21 +33,26 @@ CGITD_PID=$!
 trap 'kill $CGITD_PID 2>/dev/null || true' EXIT
 until curl -sf -o /dev/null "$base/git/"; do sleep 0.01; done
 echo "first answer: $(since "$t0")"
+peak=0
 until curl -sf "$base/metrics" | grep -Eq '^cgitd_commit_index_builds_total [1-9]'; do
+    anon=$(awk '/^RssAnon:/ {print $2}' /proc/"$CGITD_PID"/status)
+    [ "$anon" -le "$peak" ] || peak=$anon
     sleep 0.05
     [ $(($(date +%s) - ${t0%.*})) -lt 600 ] || { echo "no commit index after 600 s" >&2; exit 1; }
 done
-echo "commit index ready: $(since "$t0") (VmHWM $(kib VmHWM) meanwhile, RssAnon $(kib RssAnon) after)"
+echo "commit index ready: $(since "$t0") (RssAnon peak $((peak / 1024)) MiB meanwhile, $(kib RssAnon) after)"
 
 # The pages: BLAME_FILE (MAINTAINERS if HEAD has one, else its first top-level file), the
 # biggest directory at HEAD, the deepest.
 g() { git --git-dir="$REPO" "$@"; }
 commits=$(g rev-list --count HEAD)
 top_file=${BLAME_FILE:-$(g ls-tree --name-only HEAD MAINTAINERS)}
-top_file=${top_file:-$(g ls-tree HEAD | awk '$2 == "blob" { sub(/^[^\t]*\t/, ""); print; exit }')}
-big_dir=$(g ls-tree -r -d --name-only HEAD | while read -r d; do
-    echo "$(g ls-tree HEAD "$d/" | wc -l) $d"; done | sort -rn | head -1 | cut -d' ' -f2-)
-deep_dir=$(g ls-tree -r -d --name-only HEAD | awk -F/ '{ print NF, $0 }' | sort -rn | head -1 | cut -d' ' -f2-)
+top_file=${top_file:-$(g ls-tree HEAD | awk '$2 == "blob" && !f { sub(/^[^\t]*\t/, ""); f = $0 } END { print f }')}
+# The directory with the most entries, and the deepest one (whole lists read: no early exit
+# under pipefail).
+big_dir=$(g ls-tree -r --name-only HEAD | awk -F/ 'NF > 1 { sub(/\/[^\/]*$/, ""); n[$0]++ }
+    END { for (d in n) if (n[d] > most) { most = n[d]; big = d }; print big }')
+deep_dir=$(g ls-tree -r -d --name-only HEAD | awk -F/ 'NF > most { most = NF; deep = $0 } END { print deep }')
 first() { curl -s -o /dev/null -w "%{http_code} %{time_total} s %{size_download} bytes" "$base/git/$1"; }
 echo "pages, first request (HEAD has $commits commits):"
 for url in "log/?ofs=$((commits * 4 / 5))" "log/$deep_dir" "blame/$top_file" "tree/$big_dir" refs/ "snapshot/git-master.tar.gz"; do
