@@ -50,3 +50,53 @@ pub fn contents(refs: &RefSnapshot) -> Option<Contents> {
     wants.dedup();
     Some(Contents { header, wants })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repos::RefEntry;
+
+    fn id(byte: u8) -> ObjectId {
+        ObjectId::from_bytes_or_panic(&[byte; 20])
+    }
+
+    fn refs() -> RefSnapshot {
+        let entry = |name: &str, byte| RefEntry {
+            name: name.into(),
+            id: id(byte),
+            peeled: None,
+        };
+        RefSnapshot {
+            head_branch: Some("main".into()),
+            all: vec![
+                entry("refs/heads/main", 2),
+                entry("refs/heads/topic", 1),
+                entry("refs/tags/v1", 2),
+            ],
+            ..RefSnapshot::default()
+        }
+    }
+
+    #[test]
+    fn the_header_lists_head_and_every_ref_and_the_wants_once() {
+        let contents = contents(&refs()).unwrap();
+        let two = id(2).to_string();
+        let one = id(1).to_string();
+        let expected = format!(
+            "# v2 git bundle\n{two} HEAD\n{two} refs/heads/main\n{one} refs/heads/topic\n\
+             {two} refs/tags/v1\n\n"
+        );
+        assert_eq!(String::from_utf8(contents.header).unwrap(), expected);
+        assert_eq!(contents.wants, [id(1), id(2)]);
+    }
+
+    #[test]
+    fn an_empty_repository_has_no_bundle_and_offers_none() {
+        let empty = RefSnapshot::default();
+        assert!(contents(&empty).is_none());
+        assert_eq!(list(&empty, "x"), b"0000");
+        let offered = String::from_utf8(list(&refs(), "bundle/clone.bundle")).unwrap();
+        assert!(offered.starts_with("0015bundle.version=1\n"), "{offered}");
+        assert!(offered.ends_with("bundle.all.uri=bundle/clone.bundle\n0000"));
+    }
+}

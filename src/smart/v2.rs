@@ -187,6 +187,15 @@ mod tests {
     }
 
     #[test]
+    fn bundle_uri_is_advertised_only_when_offered() {
+        let with = String::from_utf8(capabilities(true)).unwrap();
+        let without = String::from_utf8(capabilities(false)).unwrap();
+        assert!(with.contains("000fbundle-uri\n"), "{with}");
+        assert!(!without.contains("bundle-uri"), "{without}");
+        assert!(with.ends_with("0000") && without.ends_with("0000"));
+    }
+
+    #[test]
     fn broken_requests_are_refused() {
         let mut sha256 = Vec::new();
         pktline::text(&mut sha256, "command=fetch\n");
