@@ -315,3 +315,49 @@ fn without_http_clone_the_bundle_is_404() {
     assert_eq!(site.server.get("/on/bundle/").status, 404);
     assert_eq!(site.server.get("/on/").status, 200);
 }
+
+#[test]
+fn an_auth_filter_guards_the_bundle_and_clones_of_its_repository() {
+    let dir = copy_of(&REPOS, "bundle-auth");
+    let filter = dir.path().join("auth.sh");
+    // The cookie "session=ok" opens repository "on"; every other repository is open.
+    write_script(
+        &filter,
+        r#"case "$1" in
+authenticate-cookie)
+    [ "$9" = on ] || exit 1
+    case "$2" in *session=ok*) exit 1 ;; esac
+    exit 0 ;;
+esac
+exit 0
+"#,
+    );
+    let rc = dir.path().join("cgitrc");
+    std::fs::write(
+        &rc,
+        format!(
+            "auth-filter=exec:{}\nclone-bundle-uri=1\nrepo.url=on\nrepo.path={git}\n\
+             repo.url=open\nrepo.path={git}\n",
+            filter.display(),
+            git = dir.path().join("source.git").display()
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&rc);
+    let ok = [("Cookie", "session=ok")];
+    assert_eq!(server.get("/on/bundle/clone.bundle").status, 403);
+    assert_eq!(
+        server.request("GET", "/on/bundle/clone.bundle", &ok).status,
+        200
+    );
+    assert_eq!(server.get("/open/bundle/clone.bundle").status, 200);
+    let advert = "/on/info/refs?service=git-upload-pack";
+    assert_eq!(server.get(advert).status, 403);
+    assert_eq!(server.request("GET", advert, &ok).status, 200);
+    let listing = format!("http://{}/on", server.addr);
+    let out = git_command(dir.path(), &["ls-remote", &listing])
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "a protected repository was listed");
+}

@@ -62,7 +62,7 @@ pub(super) async fn serve(
         return smart::error(&site, 404, "Invalid request");
     }
     let head = request.method() == Method::HEAD;
-    let smart::Asker { auth, client_key } = smart::asker(&site, &request);
+    let smart::Asker { auth, client_key } = smart::asker(&site, &request, &state.config.url);
     let worker_site = Arc::clone(&site);
     let packs = Arc::clone(&app.packs);
     let stats = Arc::clone(&app.upload_pack);

@@ -95,7 +95,7 @@ pub(super) async fn serve(app: &App, site: Arc<Site>, route: Route, request: Req
             .get("git-protocol")
             .and_then(|v| v.to_str().ok()),
     );
-    let Asker { auth, client_key } = asker(&site, &request);
+    let Asker { auth, client_key } = asker(&site, &request, &state.config.url);
     let (class, body) = match route {
         Route::Advertise(_) => (CostClass::Cheap, None),
         _ => match read_body(request).await {
@@ -152,20 +152,21 @@ pub(super) async fn serve(app: &App, site: Arc<Site>, route: Route, request: Req
     }
 }
 
-/// Who asks: what the auth filter is to be told (when one is set), and the client's key for
-/// the scheduler's fairness.
+/// Who asks: what the auth filter is to be told (when one is set) of a request for the
+/// repository `repo`, and the client's key for the scheduler's fairness.
 pub(super) struct Asker {
     pub(super) auth: Option<crate::pages::auth::AuthRequest>,
     pub(super) client_key: u64,
 }
 
-pub(super) fn asker(site: &Site, request: &Request) -> Asker {
-    let auth = site
-        .config
-        .globals
-        .auth_filter
-        .is_some()
-        .then(|| super::auth::auth_request(site, request, None));
+pub(super) fn asker(site: &Site, request: &Request, repo: &str) -> Asker {
+    // The filter decides by repository (cgit's `simple-authentication.lua` does), so it is told
+    // which one, as for the repository's pages.
+    let auth = site.config.globals.auth_filter.is_some().then(|| {
+        let mut auth = super::auth::auth_request(site, request, None);
+        auth.repo = repo.to_string();
+        auth
+    });
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
