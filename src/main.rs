@@ -214,6 +214,7 @@ fn check_config(file: &std::path::Path) -> ExitCode {
             ("enable-html-serving", o.enable_html_serving),
             ("enable-esi", o.enable_esi),
             ("enable-highlight", !o.no_highlight),
+            ("clone-bundle-uri", o.clone_bundle_uri),
         ];
         let on: Vec<&str> = flags.iter().filter(|f| f.1).map(|f| f.0).collect();
         println!("repo {}", repo.url);

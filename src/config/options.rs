@@ -49,6 +49,9 @@ pub struct RepoDefaults {
     pub enable_esi: bool,
     /// `enable-highlight=0` (cgitd): files are shown without in-process highlighting.
     pub no_highlight: bool,
+    /// `clone-bundle-uri=1` (cgitd): protocol v2 clients are told of a bundle of the whole
+    /// repository to fetch first (git's `bundle-uri`), served under the repository's URL.
+    pub clone_bundle_uri: bool,
     pub max_stats: Option<String>,
     pub branch_sort_age: bool,
     pub commit_sort: Option<String>,

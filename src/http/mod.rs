@@ -2,6 +2,7 @@
 //! sharing identical renders, access log, and configuration reloads.
 
 mod auth;
+mod bundle;
 mod client;
 pub mod compress;
 mod embedded;
@@ -178,7 +179,7 @@ pub fn router(app: Arc<App>) -> axum::Router {
 async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     let site = app.site();
     let uri = request.uri();
-    if let Some(route) = smart::route(request.method(), uri.path(), uri.query()) {
+    if let Some(route) = smart::route(&site, request.method(), uri.path(), uri.query()) {
         return Box::pin(smart::serve(&app, site, route, request)).await;
     }
     if request.method() == Method::POST {

@@ -35,11 +35,24 @@ pub(super) enum Route {
     UploadPack(String),
     /// Either URL of `git-receive-pack`: pushes, refused.
     ReceivePack,
+    /// `GET /<repo>/bundle/clone.bundle`: the bundle `bundle-uri` offers.
+    Bundle(String),
 }
 
-/// The smart HTTP route of a request, if it is one.
-pub(super) fn route(method: &Method, path: &str, query: Option<&str>) -> Option<Route> {
+/// The smart HTTP route of a request, if it is one. The bundle's URL is one only below a
+/// repository's own URL (no cgit page is named `bundle`, so none is hidden by it).
+pub(super) fn route(
+    site: &Site,
+    method: &Method,
+    path: &str,
+    query: Option<&str>,
+) -> Option<Route> {
     if method == Method::GET || method == Method::HEAD {
+        if let Some(repo) = path.strip_suffix(super::bundle::PATH)
+            && repository(site, repo).is_some()
+        {
+            return Some(Route::Bundle(repo.to_string()));
+        }
         let repo = path.strip_suffix("/info/refs")?;
         let service = query?.split('&').find_map(|p| p.strip_prefix("service="))?;
         return match service {
@@ -64,6 +77,10 @@ pub(super) async fn serve(app: &App, site: Arc<Site>, route: Route, request: Req
         Route::ReceivePack => {
             return plain(StatusCode::FORBIDDEN, "Pushing is not supported here\n");
         }
+        Route::Bundle(path) => {
+            let path = path.clone();
+            return Box::pin(super::bundle::serve(app, site, &path, request)).await;
+        }
         Route::Advertise(path) | Route::UploadPack(path) => path.clone(),
     };
     if !site.config.globals.enable_http_clone {
@@ -78,25 +95,7 @@ pub(super) async fn serve(app: &App, site: Arc<Site>, route: Route, request: Req
             .get("git-protocol")
             .and_then(|v| v.to_str().ok()),
     );
-    let auth = site
-        .config
-        .globals
-        .auth_filter
-        .is_some()
-        .then(|| super::auth::auth_request(&site, &request, None));
-    let peer = request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map_or(std::net::Ipv4Addr::LOCALHOST.into(), |c| c.0.ip());
-    let forwarded = request
-        .headers()
-        .get("x-forwarded-for")
-        .and_then(|v| v.to_str().ok());
-    let client_key = client::client_key(client::client_addr(
-        peer,
-        forwarded,
-        &site.config.globals.trusted_proxies,
-    ));
+    let Asker { auth, client_key } = asker(&site, &request, &state.config.url);
     let (class, body) = match route {
         Route::Advertise(_) => (CostClass::Cheap, None),
         _ => match read_body(request).await {
@@ -108,11 +107,7 @@ pub(super) async fn serve(app: &App, site: Arc<Site>, route: Route, request: Req
     let packs = Arc::clone(&app.packs);
     let stats = Arc::clone(&app.upload_pack);
     let job = move || {
-        if let Some(auth) = &auth
-            && !crate::pages::auth::authenticated(&worker_site, auth)
-        {
-            return Err(Failure::Forbidden);
-        }
+        allowed(&worker_site, auth.as_ref())?;
         match &body {
             None => advertise(&state, version),
             Some(body) => upload_pack(&state, &packs, &stats, version, body),
@@ -157,14 +152,59 @@ pub(super) async fn serve(app: &App, site: Arc<Site>, route: Route, request: Req
     }
 }
 
+/// Who asks: what the auth filter is to be told (when one is set) of a request for the
+/// repository `repo`, and the client's key for the scheduler's fairness.
+pub(super) struct Asker {
+    pub(super) auth: Option<crate::pages::auth::AuthRequest>,
+    pub(super) client_key: u64,
+}
+
+pub(super) fn asker(site: &Site, request: &Request, repo: &str) -> Asker {
+    // The filter decides by repository (cgit's `simple-authentication.lua` does), so it is told
+    // which one, as for the repository's pages.
+    let auth = site.config.globals.auth_filter.is_some().then(|| {
+        let mut auth = super::auth::auth_request(site, request, None);
+        auth.repo = repo.to_string();
+        auth
+    });
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(std::net::Ipv4Addr::LOCALHOST.into(), |c| c.0.ip());
+    let forwarded = request
+        .headers()
+        .get("x-forwarded-for")
+        .and_then(|v| v.to_str().ok());
+    let client_key = client::client_key(client::client_addr(
+        peer,
+        forwarded,
+        &site.config.globals.trusted_proxies,
+    ));
+    Asker { auth, client_key }
+}
+
+/// Runs the auth filter, on a git worker, when one is set.
+pub(super) fn allowed(
+    site: &Site,
+    auth: Option<&crate::pages::auth::AuthRequest>,
+) -> Result<(), Failure> {
+    match auth {
+        Some(auth) if !crate::pages::auth::authenticated(site, auth) => Err(Failure::Forbidden),
+        _ => Ok(()),
+    }
+}
+
 /// What upload-pack did: packs by where they came from, bytes sent, time per phase.
 pub(super) struct Stats {
     packs: Family<Labels, Counter>,
     bytes: Counter,
     phases: Family<Labels, Histogram, fn() -> Histogram>,
+    /// Bundles sent to `bundle-uri` clients, by where their pack came from; and their bytes.
+    pub(super) bundles: Family<Labels, Counter>,
+    pub(super) bundle_bytes: Counter,
 }
 
-type Labels = Vec<(&'static str, &'static str)>;
+pub(super) type Labels = Vec<(&'static str, &'static str)>;
 
 impl Stats {
     pub(super) fn new() -> Stats {
@@ -174,6 +214,8 @@ impl Stats {
             phases: Family::new_with_constructor(|| {
                 Histogram::new(exponential_buckets(0.000_5, 2.0, 18))
             }),
+            bundles: Family::default(),
+            bundle_bytes: Counter::default(),
         }
     }
 
@@ -193,6 +235,16 @@ impl Stats {
             "Time of upload-pack's phases on a git worker: negotiation, counting (choosing the objects), writing (the pack)",
             self.phases.clone(),
         );
+        registry.register(
+            "upload_pack_bundles",
+            "Bundles sent to bundle-uri clients (GET), by the source of their pack (written, or kept)",
+            self.bundles.clone(),
+        );
+        registry.register(
+            "upload_pack_bundle_bytes",
+            "Bundle bytes sent to bundle-uri clients",
+            self.bundle_bytes.clone(),
+        );
     }
 
     fn time<R>(&self, phase: &'static str, work: impl FnOnce() -> R) -> R {
@@ -206,7 +258,7 @@ impl Stats {
 }
 
 /// The repository whose URL is `path`.
-fn repository(site: &Site, path: &str) -> Option<Arc<RepoState>> {
+pub(super) fn repository(site: &Site, path: &str) -> Option<Arc<RepoState>> {
     let req = crate::request::url::parse(&site.config, path, None).ok()?;
     if req.page_named || req.path.is_some() {
         return None;
@@ -252,8 +304,10 @@ impl PackFile {
 }
 
 /// Why a request got no git answer.
-enum Failure {
+pub(super) enum Failure {
     Forbidden,
+    /// Nothing to send at this URL (a 404 with this message).
+    Missing(&'static str),
     TooLarge,
     /// The body could not be read (or decompressed).
     BadBody(&'static str),
@@ -262,9 +316,10 @@ enum Failure {
 }
 
 impl Failure {
-    fn response(self, site: &Site) -> Response {
+    pub(super) fn response(self, site: &Site) -> Response {
         match self {
             Failure::Forbidden => error(site, 403, "Authentication required"),
+            Failure::Missing(why) => error(site, 404, why),
             Failure::TooLarge => error(site, 413, "Request too large"),
             Failure::BadBody(why) => error(site, 400, why),
             Failure::Protocol(ProtocolError::Framing(e)) => error(site, 400, &e.to_string()),
@@ -323,7 +378,8 @@ fn advertise(state: &RepoState, version: Version) -> Result<Answer, Failure> {
         .with_repo(|repo| state.refs(repo))
         .and_then(|refs| refs)
         .map_err(|e| Failure::Internal(pages::chain(&e)))?;
-    Ok(Answer::Bytes(smart::advertise(&refs, version)))
+    let offer = super::bundle::offered(state);
+    Ok(Answer::Bytes(smart::advertise(&refs, version, offer)))
 }
 
 /// One upload-pack request: negotiation, and the pack when the client is done.
@@ -342,7 +398,8 @@ fn upload_pack(
         let index = state.commit_index(&refs);
         let policy = WantPolicy::Reachable;
         let reply = stats.time("negotiation", || {
-            smart::answer(repo, index.as_deref(), &refs, version, policy, body)
+            let offer = super::bundle::offered(state);
+            smart::answer(repo, index.as_deref(), &refs, version, policy, offer, body)
         })?;
         let reply = match reply {
             Reply::Done(bytes) => return Ok(Answer::Bytes(bytes)),
@@ -382,7 +439,7 @@ fn upload_pack(
 }
 
 /// Selects what `wanted` needs and writes its pack to a temporary file.
-fn write_pack(
+pub(super) fn write_pack(
     repo: &crate::git::Repo,
     index: Option<&crate::git::commit_index::CommitIndex>,
     wanted: &fetch::Wanted,
@@ -433,7 +490,7 @@ fn git_response(kind: &str, body: Body) -> Response {
     response
 }
 
-fn error(site: &Site, status: u16, message: &str) -> Response {
+pub(super) fn error(site: &Site, status: u16, message: &str) -> Response {
     super::to_http(pages::render_error(site, status, message), ())
 }
 

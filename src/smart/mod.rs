@@ -1,8 +1,9 @@
 //! git's smart HTTP protocol, read-only (upload-pack): the ref advertisement from the resident
 //! ref snapshot, and fetch requests of protocol v2 and of v0/v1, parsed, checked against the
 //! advertised refs and answered: acknowledgments alone, or the bytes to send before and around
-//! a pack. Nothing here knows about HTTP servers.
+//! a pack; and what `bundle-uri` offers. Nothing here knows about HTTP servers.
 
+pub mod bundle;
 pub mod pktline;
 mod v0;
 mod v2;
@@ -209,22 +210,25 @@ fn head_id(refs: &RefSnapshot) -> Option<ObjectId> {
     refs.all.iter().find(|r| r.name == branch).map(|r| r.id)
 }
 
-/// The body of `GET info/refs?service=git-upload-pack`.
-pub fn advertise(refs: &RefSnapshot, version: Version) -> Vec<u8> {
+/// The body of `GET info/refs?service=git-upload-pack`; a v2 client is told of `bundle-uri`
+/// when `bundle_uri` is the bundle's URI.
+pub fn advertise(refs: &RefSnapshot, version: Version, bundle_uri: Option<&str>) -> Vec<u8> {
     match version {
-        Version::V2 => v2::capabilities(),
+        Version::V2 => v2::capabilities(bundle_uri.is_some()),
         Version::V0 | Version::V1 => v0::advertise(refs, version),
     }
 }
 
 /// Answers a POST to `git-upload-pack`: parses `body`, checks its wants under `policy`, and
-/// negotiates; the pack, when one is sent, is the caller's to write.
+/// negotiates; the pack, when one is sent, is the caller's to write. `bundle_uri`, when set,
+/// answers v2's `command=bundle-uri`.
 pub fn answer(
     repo: &Repo,
     index: Option<&CommitIndex>,
     refs: &RefSnapshot,
     version: Version,
     policy: WantPolicy,
+    bundle_uri: Option<&str>,
     body: &[u8],
 ) -> Result<Reply, ProtocolError> {
     let session = Session {
@@ -232,6 +236,7 @@ pub fn answer(
         index,
         refs,
         policy,
+        bundle_uri,
     };
     match version {
         Version::V2 => v2::answer(&session, body),
@@ -245,6 +250,8 @@ struct Session<'a> {
     index: Option<&'a CommitIndex>,
     refs: &'a RefSnapshot,
     policy: WantPolicy,
+    /// The URI of the bundle offered to `command=bundle-uri`, if one is.
+    bundle_uri: Option<&'a str>,
 }
 
 impl Session<'_> {

@@ -1,4 +1,4 @@
-//! Protocol v2: the capability advertisement, `ls-refs`, and `fetch` with its
+//! Protocol v2: the capability advertisement, `ls-refs`, `bundle-uri`, and `fetch` with its
 //! `acknowledgments`, `shallow-info` and `packfile` sections.
 
 use super::pktline::{self, Packet, Reader};
@@ -8,15 +8,17 @@ use super::{
 };
 
 /// The body of `info/refs` for a v2 client: what the server can do, no refs.
-pub fn capabilities() -> Vec<u8> {
+pub fn capabilities(bundle_uri: bool) -> Vec<u8> {
     let mut out = Vec::new();
-    for line in [
+    let lines = [
         "version 2".to_string(),
         format!("agent={AGENT}"),
         "ls-refs".into(),
         "fetch=shallow filter".into(),
         "object-format=sha1".into(),
-    ] {
+    ];
+    let bundle = bundle_uri.then(|| "bundle-uri".to_string());
+    for line in lines.into_iter().chain(bundle) {
         pktline::text(&mut out, &format!("{line}\n"));
     }
     pktline::flush(&mut out);
@@ -76,6 +78,11 @@ pub fn answer(session: &Session, body: &[u8]) -> Result<Reply, ProtocolError> {
     match command.name {
         "ls-refs" => ls_refs(session, &command.args).map(Reply::Done),
         "fetch" => fetch(session, &command.args),
+        // It takes no arguments yet; ones a later git may send are ignored.
+        "bundle-uri" => match session.bundle_uri {
+            Some(uri) => Ok(Reply::Done(super::bundle::list(session.refs, uri))),
+            None => Err(bad("unknown command: bundle-uri")),
+        },
         other => Err(bad(format!("unknown command: {other}"))),
     }
 }
@@ -177,6 +184,15 @@ mod tests {
         let command = command(&body).unwrap().unwrap();
         assert_eq!(command.name, "fetch");
         assert_eq!(command.args, ["done"]);
+    }
+
+    #[test]
+    fn bundle_uri_is_advertised_only_when_offered() {
+        let with = String::from_utf8(capabilities(true)).unwrap();
+        let without = String::from_utf8(capabilities(false)).unwrap();
+        assert!(with.contains("000fbundle-uri\n"), "{with}");
+        assert!(!without.contains("bundle-uri"), "{without}");
+        assert!(with.ends_with("0000") && without.ends_with("0000"));
     }
 
     #[test]
