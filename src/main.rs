@@ -13,20 +13,6 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-/// jemalloc's options, read at its start (the environment's `_RJEM_MALLOC_CONF` still
-/// overrides them): freed pages go back to the system after a second instead of ten, and at
-/// once rather than lazily. With the defaults, a soak's RssAnon crept up by 15 MiB every ten
-/// minutes on pages kept after large pages; with these it stays level (docs/benchmarks.md).
-#[unsafe(export_name = "_rjem_malloc_conf")]
-static MALLOC_CONF: MallocConf = MallocConf(c"dirty_decay_ms:1000,muzzy_decay_ms:0".as_ptr());
-
-/// A C string pointer that jemalloc reads as its `malloc_conf`.
-#[repr(transparent)]
-struct MallocConf(*const std::ffi::c_char);
-
-// SAFETY: the pointer is to a static string that is never written.
-unsafe impl Sync for MallocConf {}
-
 /// A resident, cgit-compatible git web frontend.
 ///
 /// Reads a cgitrc (cgit's configuration format: same options, same URLs) once and serves
