@@ -78,6 +78,9 @@ impl CommitIndex {
 
     /// The commits of a commit-graph (all its layers).
     pub fn from_graph(graph: &gix::commitgraph::Graph) -> Result<CommitIndex, GitError> {
+        if let Some(index) = CommitIndex::from_sorted_graph(graph)? {
+            return Ok(index);
+        }
         let mut raws = Vec::with_capacity(graph.num_commits() as usize);
         let mut parents = Vec::new();
         for commit in graph.iter_commits() {
@@ -89,11 +92,75 @@ impl CommitIndex {
             raws.push(Raw {
                 id: commit.id().to_owned(),
                 tree: commit.root_tree_id().to_owned(),
-                time: i64::try_from(commit.committer_timestamp()).unwrap_or(i64::MAX),
+                time: commit_time(&commit),
                 parents: (start, parents.len() as u32),
             });
         }
         assemble(graph.object_hash(), raws, &parents)
+    }
+
+    /// A graph whose commits are in id order (one layer, as `git commit-graph write` makes):
+    /// its positions are the index's, so parents need no lookup and nothing is sorted.
+    /// `None` when the order is another (split layers).
+    fn from_sorted_graph(graph: &gix::commitgraph::Graph) -> Result<Option<CommitIndex>, GitError> {
+        let n = graph.num_commits() as usize;
+        if n >= OVERFLOW as usize {
+            return Ok(None);
+        }
+        let kind = graph.object_hash();
+        let mut index = CommitIndex::empty(kind);
+        index.ids.reserve_exact(n * kind.len_in_bytes());
+        index.trees.reserve_exact(n * kind.len_in_bytes());
+        index.times.reserve_exact(n);
+        index.parent1.reserve_exact(n);
+        index.parent2.reserve_exact(n);
+        for (pos, commit) in graph.iter_commits().enumerate() {
+            let id = commit.id().as_bytes();
+            if pos > 0 && index.id(pos as u32 - 1).as_bytes() >= id {
+                return Ok(None);
+            }
+            index.ids.extend_from_slice(id);
+            index
+                .trees
+                .extend_from_slice(commit.root_tree_id().as_bytes());
+            index.times.push(commit_time(&commit));
+            index.fanout[usize::from(id[0])] += 1;
+            let mut parents = commit.iter_parents().map(|p| p.map(|p| p.0));
+            let first = parents.next().transpose().map_err(GitError::internal)?;
+            let rest = parents
+                .collect::<Result<Vec<u32>, _>>()
+                .map_err(GitError::internal)?;
+            if first.iter().chain(&rest).any(|&p| p as usize >= n) {
+                return Err(GitError::internal(std::io::Error::other(
+                    "commit-graph parent out of range",
+                )));
+            }
+            index.push_parents(first.unwrap_or(NO_PARENT), &rest);
+        }
+        for b in 1..256 {
+            index.fanout[b] += index.fanout[b - 1];
+        }
+        index.overflow.shrink_to_fit();
+        index.generations = generations(&index);
+        Ok(Some(index))
+    }
+
+    /// Appends the next commit's parents: the first, and the rest (inline or in the
+    /// overflow list).
+    fn push_parents(&mut self, first: u32, rest: &[u32]) {
+        self.parent1.push(first);
+        self.parent2.push(match rest {
+            [] => NO_PARENT,
+            [second] => *second,
+            _ => {
+                let at = self.overflow.len() as u32;
+                self.overflow.extend_from_slice(rest);
+                if let Some(last) = self.overflow.last_mut() {
+                    *last |= OVERFLOW;
+                }
+                at | OVERFLOW
+            }
+        });
     }
 
     /// This index with the commits reachable from `tips` that it lacks, each inflated once;
@@ -283,6 +350,11 @@ impl CommitIndex {
     }
 }
 
+/// A commit-graph commit's committer time.
+fn commit_time(commit: &gix::commitgraph::file::Commit<'_>) -> i64 {
+    i64::try_from(commit.committer_timestamp()).unwrap_or(i64::MAX)
+}
+
 /// Whether `id` names a commit.
 fn is_commit(repo: &gix::Repository, id: &ObjectId) -> bool {
     repo.find_header(*id)
@@ -354,19 +426,7 @@ fn assemble(
             });
         let first = positions.next().transpose()?.unwrap_or(NO_PARENT);
         let rest = positions.collect::<Result<Vec<u32>, _>>()?;
-        index.parent1.push(first);
-        index.parent2.push(match rest.as_slice() {
-            [] => NO_PARENT,
-            [second] => *second,
-            _ => {
-                let at = index.overflow.len() as u32;
-                index.overflow.extend_from_slice(&rest);
-                if let Some(last) = index.overflow.last_mut() {
-                    *last |= OVERFLOW;
-                }
-                at | OVERFLOW
-            }
-        });
+        index.push_parents(first, &rest);
     }
     index.overflow.shrink_to_fit();
     index.generations = generations(&index);
