@@ -162,17 +162,6 @@ fn post(addr: &str, target: &str, body: &[u8]) -> Response {
     read_response(&mut stream)
 }
 
-fn pkt(lines: &[&str]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for line in lines {
-        match *line {
-            "0000" | "0001" => out.extend_from_slice(line.as_bytes()),
-            _ => out.extend_from_slice(format!("{:04x}{line}\n", line.len() + 5).as_bytes()),
-        }
-    }
-    out
-}
-
 fn capabilities(site: &Site, repo: &str) -> String {
     site.server
         .request(

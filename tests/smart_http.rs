@@ -306,17 +306,6 @@ fn post(addr: &str, target: &str, headers: &[(&str, &str)], body: &[u8]) -> Resp
     read_response(&mut stream)
 }
 
-fn pkt(lines: &[&str]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for line in lines {
-        match *line {
-            "0000" | "0001" => out.extend_from_slice(line.as_bytes()),
-            _ => out.extend_from_slice(format!("{:04x}{line}\n", line.len() + 5).as_bytes()),
-        }
-    }
-    out
-}
-
 #[test]
 fn the_advertisement_is_smart_and_from_the_refs() {
     let site = Site::new("");

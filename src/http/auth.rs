@@ -67,15 +67,7 @@ pub(super) async fn post(app: &App, site: Arc<Site>, request: Request) -> Respon
         return (StatusCode::METHOD_NOT_ALLOWED, "Method not allowed\n").into_response();
     }
     let auth = auth_request(&site, &request, None);
-    let peer = request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map_or(std::net::Ipv4Addr::LOCALHOST.into(), |c| c.0.ip());
-    let forwarded = request
-        .headers()
-        .get("x-forwarded-for")
-        .and_then(|v| v.to_str().ok());
-    let client = super::client::client_addr(peer, forwarded, &site.config.globals.trusted_proxies);
+    let client = super::client::of_request(&request, &site.config.globals.trusted_proxies);
     let body = match tokio::time::timeout(
         POST_TIMEOUT,
         read_at_most(request.into_body(), auth::MAX_POST),

@@ -2,9 +2,24 @@
 //! (an IPv4 /24, an IPv6 /56) or, when the peer is a trusted proxy, of the first hop in
 //! `X-Forwarded-For` (counted from the right) that is not a trusted proxy itself.
 
+use axum::extract::ConnectInfo;
 use ipnet::IpNet;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+/// The client of a request: its peer's address (loopback when the connection has none), or
+/// behind a trusted proxy the one `X-Forwarded-For` names ([`client_addr`]).
+pub fn of_request<B>(request: &axum::http::Request<B>, trusted: &[IpNet]) -> IpAddr {
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(Ipv4Addr::LOCALHOST.into(), |c| c.0.ip());
+    let forwarded = request
+        .headers()
+        .get("x-forwarded-for")
+        .and_then(|v| v.to_str().ok());
+    client_addr(peer, forwarded, trusted)
+}
 
 /// The client's address as far as it can be trusted.
 pub fn client_addr(peer: IpAddr, forwarded_for: Option<&str>, trusted: &[IpNet]) -> IpAddr {

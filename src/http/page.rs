@@ -11,11 +11,10 @@ use crate::pages::{self, Site};
 use crate::request::page::CostClass;
 use crate::request::{PageRequest, url};
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Request};
+use axum::extract::Request;
 use axum::http::{HeaderMap, header};
 use axum::response::Response;
 use bytes::Bytes;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -122,12 +121,7 @@ fn page_request(
         header::HeaderName::from_static("surrogate-capability"),
     )
     .is_some_and(|v| v.contains("ESI/1.0"));
-    let peer = request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map_or(std::net::Ipv4Addr::LOCALHOST.into(), |c| c.0.ip());
-    let forwarded = header_text(headers, header::HeaderName::from_static("x-forwarded-for"));
-    let client = client::client_addr(peer, forwarded, &site.config.globals.trusted_proxies);
+    let client = client::of_request(request, &site.config.globals.trusted_proxies);
     Ok((req, client))
 }
 

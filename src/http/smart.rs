@@ -10,7 +10,7 @@ use crate::repos::RepoState;
 use crate::request::page::CostClass;
 use crate::smart::{self, Framing, ProtocolError, Reply, Version, WantPolicy, pktline};
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Request};
+use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
 use prometheus_client::metrics::counter::Counter;
@@ -18,7 +18,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use std::io::{BufWriter, Read, Write};
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -167,17 +166,8 @@ pub(super) fn asker(site: &Site, request: &Request, repo: &str) -> Asker {
         auth.repo = repo.to_string();
         auth
     });
-    let peer = request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map_or(std::net::Ipv4Addr::LOCALHOST.into(), |c| c.0.ip());
-    let forwarded = request
-        .headers()
-        .get("x-forwarded-for")
-        .and_then(|v| v.to_str().ok());
-    let client_key = client::client_key(client::client_addr(
-        peer,
-        forwarded,
+    let client_key = client::client_key(client::of_request(
+        request,
         &site.config.globals.trusted_proxies,
     ));
     Asker { auth, client_key }

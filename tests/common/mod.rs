@@ -685,3 +685,16 @@ pub fn noise(seed: u64, lines: usize) -> String {
     }
     text
 }
+
+/// pkt-lines of git's protocol: `0000` and `0001` as they are, every other line with its
+/// length and a newline.
+pub fn pkt(lines: &[&str]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for line in lines {
+        match *line {
+            "0000" | "0001" => out.extend_from_slice(line.as_bytes()),
+            _ => out.extend_from_slice(format!("{:04x}{line}\n", line.len() + 5).as_bytes()),
+        }
+    }
+    out
+}
