@@ -7,7 +7,6 @@ use super::smart::{self, Failure};
 use crate::git::fetch::{Deepen, Filter, Wanted};
 use crate::pages::{self, Site};
 use crate::repos::RepoState;
-use crate::request::page::CostClass;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderValue, Method, header};
@@ -70,14 +69,7 @@ pub(super) async fn serve(
         smart::allowed(&worker_site, auth.as_ref())?;
         bundle(&state, &packs, &stats)
     };
-    let ran = match app.fetches.enter(client_key).await {
-        Ok(_slot) => {
-            app.scheduler
-                .run_first(CostClass::Expensive, client_key, job)
-                .await
-        }
-        Err(refused) => Err(refused),
-    };
+    let ran = smart::run_fetch(app, client_key, job).await;
     let bundle = match ran {
         Ok(done) => match done.value {
             Ok(bundle) => bundle,
@@ -125,32 +117,19 @@ fn bundle(
             filter: Filter::None,
             tags: Vec::new(),
         };
-        let key = packs
-            .keeps(&wanted)
-            .then(|| (state.git_dir().to_path_buf(), wanted.clone()));
-        if let Some(pack) = key.as_ref().and_then(|k| packs.get(k)) {
-            return Ok(Bundle {
-                header: contents.header,
-                pack,
-                source: "kept",
-            });
-        }
         let index = state.commit_index(&refs);
         // Every want is an advertised ref, so a failure is the repository's, not the client's.
-        let pack = match smart::write_pack(repo, index.as_deref(), &wanted, stats) {
-            Ok(pack) => Arc::new(pack),
-            Err(Failure::Protocol(e)) => {
-                return Err(Failure::Internal(format!("bundle pack: {e}")));
-            }
-            Err(other) => return Err(other),
-        };
-        if let Some(key) = key {
-            packs.put(key, Arc::clone(&pack));
-        }
+        let (pack, source) =
+            match smart::kept_or_written(state, repo, index.as_deref(), &wanted, packs, stats) {
+                Err(Failure::Protocol(e)) => {
+                    return Err(Failure::Internal(format!("bundle pack: {e}")));
+                }
+                made => made?,
+            };
         Ok(Bundle {
             header: contents.header,
             pack,
-            source: "written",
+            source,
         })
     });
     made.map_err(|e| Failure::Internal(pages::chain(&e)))?

@@ -3,6 +3,7 @@
 //! temporary file there and streamed from it afterwards without holding the worker.
 
 use super::pack_cache::{KeptPack, PackCache};
+use super::scheduler::{Done, Shed};
 use super::{App, client};
 use crate::git::fetch;
 use crate::pages::{self, Site};
@@ -114,10 +115,7 @@ pub(super) async fn serve(app: &App, site: Arc<Site>, route: Route, request: Req
     };
     let ran = match class {
         CostClass::Cheap => app.scheduler.run(class, client_key, job).await,
-        CostClass::Expensive => match app.fetches.enter(client_key).await {
-            Ok(_slot) => app.scheduler.run_first(class, client_key, job).await,
-            Err(refused) => Err(refused),
-        },
+        CostClass::Expensive => run_fetch(app, client_key, job).await,
     };
     let answer = match ran {
         Ok(done) => done.value,
@@ -395,22 +393,9 @@ fn upload_pack(
             Reply::Done(bytes) => return Ok(Answer::Bytes(bytes)),
             Reply::Pack(reply) => reply,
         };
-        let key = packs
-            .keeps(&reply.wanted)
-            .then(|| (state.git_dir().to_path_buf(), reply.wanted.clone()));
-        let cached = key.as_ref().and_then(|k| packs.get(k));
-        let source = if cached.is_some() { "kept" } else { "written" };
+        let (kept, source) =
+            kept_or_written(state, repo, index.as_deref(), &reply.wanted, packs, stats)?;
         stats.packs.get_or_create(&vec![("source", source)]).inc();
-        let kept = match cached {
-            Some(kept) => kept,
-            None => {
-                let kept = Arc::new(write_pack(repo, index.as_deref(), &reply.wanted, stats)?);
-                if let Some(key) = key {
-                    packs.put(key, Arc::clone(&kept));
-                }
-                kept
-            }
-        };
         let progress = reply.progress.then(|| {
             format!(
                 "Sending {} objects ({} commits)\n",
@@ -428,8 +413,44 @@ fn upload_pack(
     answer.map_err(|e| Failure::Internal(pages::chain(&e)))?
 }
 
+/// Runs a clone's or fetch's job: admitted by the fetch gate, then ahead of queued expensive
+/// pages on a git worker.
+pub(super) async fn run_fetch<R, F>(app: &App, client_key: u64, job: F) -> Result<Done<R>, Shed>
+where
+    R: Send + 'static,
+    F: FnOnce() -> R + Send + 'static,
+{
+    let _slot = app.fetches.enter(client_key).await?;
+    app.scheduler
+        .run_first(CostClass::Expensive, client_key, job)
+        .await
+}
+
+/// The pack of `wanted`: the kept one of an identical clone, or one written now (and kept
+/// when it may be); with which it was ("kept" or "written").
+pub(super) fn kept_or_written(
+    state: &RepoState,
+    repo: &crate::git::Repo,
+    index: Option<&crate::git::commit_index::CommitIndex>,
+    wanted: &fetch::Wanted,
+    packs: &PackCache,
+    stats: &Stats,
+) -> Result<(Arc<KeptPack>, &'static str), Failure> {
+    let key = packs
+        .keeps(wanted)
+        .then(|| (state.git_dir().to_path_buf(), wanted.clone()));
+    if let Some(kept) = key.as_ref().and_then(|k| packs.get(k)) {
+        return Ok((kept, "kept"));
+    }
+    let written = Arc::new(write_pack(repo, index, wanted, stats)?);
+    if let Some(key) = key {
+        packs.put(key, Arc::clone(&written));
+    }
+    Ok((written, "written"))
+}
+
 /// Selects what `wanted` needs and writes its pack to a temporary file.
-pub(super) fn write_pack(
+fn write_pack(
     repo: &crate::git::Repo,
     index: Option<&crate::git::commit_index::CommitIndex>,
     wanted: &fetch::Wanted,
