@@ -58,7 +58,7 @@ pub(super) fn watch(app: Arc<App>) {
             app.memory.limit.set(limit.unwrap_or(0) as i64);
             let Some(limit) = limit else {
                 if pressed {
-                    pressed = relieve(&app);
+                    pressed = set_pressure(&app, false);
                 }
                 continue;
             };
@@ -70,26 +70,26 @@ pub(super) fn watch(app: Arc<App>) {
                     limit >> 20
                 );
                 app.memory.episodes.inc();
-                app.memory.pressed.set(1);
-                app.scheduler.set_memory_pressure(true);
-                pressed = true;
+                pressed = set_pressure(&app, true);
             }
             if pressed {
                 give_back(&app);
                 if anonymous_bytes().unwrap_or(0) < limit / 1000 * LOW {
-                    pressed = relieve(&app);
+                    pressed = set_pressure(&app, false);
                 }
             }
         }
     });
 }
 
-/// Ends the pressure; the new state.
-fn relieve(app: &App) -> bool {
-    tracing::info!("memory pressure over: serving everything again");
-    app.memory.pressed.set(0);
-    app.scheduler.set_memory_pressure(false);
-    false
+/// Starts or ends the pressure in the scheduler and the metrics; returns `on`.
+fn set_pressure(app: &App, on: bool) -> bool {
+    if !on {
+        tracing::info!("memory pressure over: serving everything again");
+    }
+    app.memory.pressed.set(i64::from(on));
+    app.scheduler.set_memory_pressure(on);
+    on
 }
 
 /// Empties the caches kept in memory and hands the allocator's free pages to the system.
