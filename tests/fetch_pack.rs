@@ -5,7 +5,9 @@
 mod common;
 
 use cgitd::git::Repo;
-use cgitd::git::fetch::{Deepen, Filter, Wanted, select, write_pack};
+use cgitd::git::commit::Commits;
+use cgitd::git::fetch::{Deepen, Filter, Selection, Wanted, select, write_pack};
+use cgitd::git::packs::Packs;
 use common::*;
 use gix::ObjectId;
 use std::path::Path;
@@ -46,35 +48,63 @@ fn wanted(wants: Vec<ObjectId>) -> Wanted {
         deepen: Deepen::Full,
         filter: Filter::None,
         tags: Vec::new(),
+        thin: false,
     }
 }
 
-/// The selection's pack, indexed into a new bare repository with `refs` set; returns it.
+/// What `f` makes of the repository at `path` read through the shared pack reader, as the
+/// server reads it (entries copied from its packs).
+fn with_repo<R>(path: &Path, f: impl FnOnce(&Repo) -> R) -> R {
+    let gix_repo = gix::open(path).unwrap();
+    let (packs, commits) = (Packs::new(1 << 20), Commits::default());
+    let set = packs.set(&gix_repo.git_dir().join("objects"), gix::hash::Kind::Sha1);
+    f(&Repo::new(&gix_repo, Some((&packs, &set, &commits))))
+}
+
+/// The selection for `wanted` and its pack (thin when `wanted.thin`).
+fn pack_of(source: &Path, wanted: &Wanted) -> (Selection, Vec<u8>) {
+    with_repo(source, |repo| {
+        let mut selection = select(repo, None, wanted).unwrap();
+        let client_has = match wanted.thin {
+            true => std::mem::take(&mut selection.client_has),
+            false => Default::default(),
+        };
+        let mut pack = Vec::new();
+        let written = write_pack(repo, selection.objects.clone(), &client_has, &mut pack).unwrap();
+        assert_eq!(written, pack.len() as u64);
+        (selection, pack)
+    })
+}
+
+/// `pack` indexed by `git index-pack` (with `args`) into the repository at `dest`: whether
+/// git took it.
+fn index_pack(dest: &Path, args: &[&str], pack: &[u8]) -> bool {
+    let mut all = vec!["index-pack", "--stdin", "--strict"];
+    all.extend_from_slice(args);
+    let mut child = git_command(dest, &all)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(pack).unwrap();
+    child.wait_with_output().unwrap().status.success()
+}
+
+/// The selection's pack, indexed into a new bare repository with `refs` set; returns the
+/// number of objects sent.
 fn receive(source: &Path, wanted: &Wanted, dest: &Path, refs: &[(&str, ObjectId)]) -> usize {
-    let gix_repo = gix::open(source).unwrap();
-    let repo = Repo::new(&gix_repo, None);
-    let selection = select(&repo, None, wanted).unwrap();
-    let objects = selection.objects.len();
-    let mut pack = Vec::new();
-    let written = write_pack(&gix_repo, selection.objects, &mut pack).unwrap();
-    assert_eq!(written, pack.len() as u64);
+    let (selection, pack) = pack_of(source, wanted);
     git(
         dest.parent().unwrap(),
         &["init", "-q", "--bare", dest.to_str().unwrap()],
     );
-    let mut child = git_command(dest, &["index-pack", "--stdin", "--strict"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child.stdin.take().unwrap().write_all(&pack).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "index-pack refused the pack");
+    assert!(index_pack(dest, &[], &pack), "index-pack refused the pack");
     for (name, target) in refs {
         git(dest, &["update-ref", name, &target.to_string()]);
     }
-    objects
+    selection.objects.len()
 }
 
 fn sorted_objects(repo: &Path, args: &[&str]) -> Vec<String> {
@@ -205,4 +235,67 @@ fn the_commit_index_gives_the_same_selection_as_the_objects() {
         }
         assert!(plain.commits > 0, "{:?} sends commits", request.deepen);
     }
+}
+
+/// A file that shrinks from one commit to the next, packed: git stores the new, smaller
+/// version as a delta on the old one, which a client one commit behind has.
+fn shrinking(root: &Path) -> std::path::PathBuf {
+    let work = root.join("work");
+    init_repo(&work);
+    write(&work, "big.txt", noise(7, 400));
+    commit_all(&work, "big", "2024-01-01T10:00:00+00:00");
+    git(&work, &["tag", "old"]);
+    let kept: String = noise(7, 400)
+        .lines()
+        .skip(40)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    write(&work, "big.txt", kept);
+    commit_all(&work, "smaller", "2024-02-01T10:00:00+00:00");
+    git(root, &["clone", "-q", "--bare", "work", "packed.git"]);
+    let packed = root.join("packed.git");
+    git(&packed, &["repack", "-a", "-d", "-f", "-q"]);
+    packed
+}
+
+#[test]
+fn a_thin_fetch_names_bases_the_client_has_and_git_completes_it() {
+    let dir = TempDir::new("fetch-thin");
+    let packed = shrinking(dir.path());
+    let (main, old) = (id(&packed, "main"), id(&packed, "main~1"));
+    let mut request = wanted(vec![main]);
+    request.common = vec![old];
+    let (_, whole) = pack_of(&packed, &request);
+    request.thin = true;
+    let (selection, thin) = pack_of(&packed, &request);
+    assert!(selection.objects.len() == 3, "a commit, a tree, a blob");
+    assert!(
+        thin.len() * 2 < whole.len(),
+        "the thin pack ({} bytes) carries a delta, not the whole file ({} bytes)",
+        thin.len(),
+        whole.len()
+    );
+    // A client one commit behind.
+    let dest = dir.path().join("client.git");
+    git(dir.path(), &["init", "-q", "--bare", "client.git"]);
+    git(
+        &dest,
+        &[
+            "fetch",
+            "-q",
+            packed.to_str().unwrap(),
+            "refs/tags/old:refs/tags/old",
+        ],
+    );
+    assert!(
+        !index_pack(&dest, &[], &thin),
+        "the pack is thin: git needs the client's objects to index it"
+    );
+    assert!(index_pack(&dest, &["--fix-thin"], &thin));
+    git(&dest, &["update-ref", "refs/heads/main", &main.to_string()]);
+    git(&dest, &["fsck", "--full", "--strict", "--no-dangling"]);
+    assert_eq!(
+        sorted_objects(&dest, &["main"]),
+        sorted_objects(&packed, &["main"])
+    );
 }

@@ -68,6 +68,13 @@ impl<'a> Repo<'a> {
         Ok(kind.map(|kind| (kind, Arc::new(data))))
     }
 
+    /// Where object `id` is stored in a pack the shared reader has open (`None`: loose, or
+    /// read through gix only).
+    pub fn place(&self, id: &gix::hash::oid) -> Option<packs::Place> {
+        let (packs, set, _) = self.shared?;
+        packs.place(set, id)
+    }
+
     /// The size of object `id`, which the repository names (a tree entry, an object walk),
     /// without reading it: its absence, like an unreadable header, is a broken repository.
     pub fn object_size(&self, id: &gix::hash::oid) -> Result<u64, GitError> {

@@ -21,7 +21,7 @@ use gix::odb::pack;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 /// How long a listing of the pack directories is used before they are looked at again.
@@ -46,6 +46,9 @@ struct Pack {
     serial: u32,
     bundle: pack::Bundle,
     fan: Fan,
+    /// The index positions in the order their entries are stored (made on first use): what
+    /// follows an entry, and which object a delta's base offset names.
+    stored_order: OnceLock<Vec<u32>>,
 }
 
 impl Pack {
@@ -209,6 +212,7 @@ impl Packs {
             serial: self.next_serial.fetch_add(1, Ordering::Relaxed),
             fan: Fan::of(&bundle.index),
             bundle,
+            stored_order: OnceLock::new(),
         });
         opened.retain(|_, p| p.strong_count() > 0);
         opened.insert(index.to_path_buf(), Arc::downgrade(&pack));
@@ -250,6 +254,12 @@ impl Packs {
         let mut header = &head[..produced];
         delta_size(&mut header)?;
         Ok(Some(delta_size(&mut header)? as u64))
+    }
+
+    /// Where object `id` of `set` is stored, when a pack of the set holds it.
+    pub fn place(&self, set: &PackSet, id: &oid) -> Option<Place> {
+        self.locate(set, id)
+            .map(|(pack, offset)| Place { pack, offset })
     }
 
     /// Where `id` is in the set's packs (listed again first when due; an object missed in
@@ -354,6 +364,73 @@ impl Packs {
     fn lock_bases(&self, (serial, offset): Key) -> std::sync::MutexGuard<'_, Kept> {
         let shard = (offset ^ u64::from(serial)) as usize % SHARDS;
         self.bases[shard].lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Where an object is stored: its pack (kept mapped while this lives) and its entry's offset.
+pub struct Place {
+    pack: Arc<Pack>,
+    offset: u64,
+}
+
+/// An entry as it is stored: its header, the size of what it inflates to, its zlib stream.
+pub struct Stored<'a> {
+    pub header: pack::data::entry::Header,
+    pub inflated_size: u64,
+    pub compressed: &'a [u8],
+}
+
+impl Place {
+    /// What orders and names entries: the pack's serial and the entry's offset.
+    pub fn key(&self) -> (u32, u64) {
+        (self.pack.serial, self.offset)
+    }
+
+    /// The entry as stored, its end found from the entry stored after it.
+    pub fn stored(&self) -> Result<Stored<'_>, GitError> {
+        let data = &self.pack.bundle.pack;
+        let entry = data.entry(self.offset).map_err(GitError::internal)?;
+        let end = self
+            .pack
+            .entry_after(self.offset)
+            .unwrap_or(data.pack_end() as u64);
+        let compressed = data
+            .entry_slice(entry.data_offset..end)
+            .ok_or_else(|| GitError::internal_msg("pack entry beyond the pack's end"))?;
+        Ok(Stored {
+            header: entry.header,
+            inflated_size: entry.decompressed_size,
+            compressed,
+        })
+    }
+
+    /// The id of the object whose entry is at `offset` in the same pack.
+    pub fn id_at(&self, offset: u64) -> Option<gix::ObjectId> {
+        let index = &self.pack.bundle.index;
+        let order = self.pack.stored_order();
+        let at = order
+            .binary_search_by_key(&offset, |&i| index.pack_offset_at_index(i))
+            .ok()?;
+        Some(index.oid_at_index(order[at]).to_owned())
+    }
+}
+
+impl Pack {
+    fn stored_order(&self) -> &[u32] {
+        self.stored_order.get_or_init(|| {
+            let index = &self.bundle.index;
+            let mut order: Vec<u32> = (0..index.num_objects()).collect();
+            order.sort_unstable_by_key(|&i| index.pack_offset_at_index(i));
+            order
+        })
+    }
+
+    /// The offset of the entry stored after the one at `offset`, if one is.
+    fn entry_after(&self, offset: u64) -> Option<u64> {
+        let index = &self.bundle.index;
+        let order = self.stored_order();
+        let next = order.partition_point(|&i| index.pack_offset_at_index(i) <= offset);
+        order.get(next).map(|&i| index.pack_offset_at_index(i))
     }
 }
 

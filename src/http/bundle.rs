@@ -116,6 +116,7 @@ fn bundle(
             deepen: Deepen::Full,
             filter: Filter::None,
             tags: Vec::new(),
+            thin: false,
         };
         let index = state.commit_index(&refs);
         // Every want is an advertised ref, so a failure is the repository's, not the client's.

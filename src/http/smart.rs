@@ -463,9 +463,13 @@ fn write_pack(
     let file =
         tempfile::tempfile().map_err(|e| Failure::Internal(format!("temporary file: {e}")))?;
     let mut out = BufWriter::with_capacity(256 << 10, file);
+    let client_has = match wanted.thin {
+        true => selection.client_has,
+        false => Default::default(),
+    };
     let len = stats
         .time("writing", || {
-            fetch::write_pack(repo, selection.objects, &mut out)
+            fetch::write_pack(repo, selection.objects, &client_has, &mut out)
         })
         .map_err(git_failure)?;
     let file = out

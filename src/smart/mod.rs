@@ -120,6 +120,7 @@ struct FetchArgs {
     filter: Option<Filter>,
     done: bool,
     include_tag: bool,
+    thin: bool,
     no_progress: bool,
 }
 
@@ -157,7 +158,8 @@ impl FetchArgs {
             "deepen-relative" => {
                 return Err(bad("deepen-relative (fetch --deepen) is not supported"));
             }
-            "thin-pack" | "ofs-delta" => {}
+            "thin-pack" => self.thin = true,
+            "ofs-delta" => {}
             _ => return Ok(false),
         }
         Ok(true)
@@ -275,6 +277,7 @@ impl Session<'_> {
             deepen: args.deepen(self.refs)?,
             filter: args.filter.unwrap_or(Filter::None),
             tags,
+            thin: args.thin,
         })
     }
 

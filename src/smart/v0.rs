@@ -73,7 +73,8 @@ impl Asked {
             "side-band" if self.framing.is_none() => self.framing = Some(Framing::SideBand(1000)),
             "no-progress" => args.no_progress = true,
             "include-tag" => args.include_tag = true,
-            // Others change nothing here (thin-pack, ofs-delta, agent=…) or are unknown,
+            "thin-pack" => args.thin = true,
+            // Others change nothing here (ofs-delta, agent=…) or are unknown,
             // which git ignores too.
             _ => {}
         }

@@ -79,6 +79,8 @@ pub struct Wanted {
     /// Annotated tags (tag id, the commit it peels to) to send when their commit is sent
     /// (`include-tag`); empty when the client did not ask.
     pub tags: Vec<(ObjectId, ObjectId)>,
+    /// Whether the pack may be thin: deltas on objects the client has (`thin-pack`).
+    pub thin: bool,
 }
 
 /// The objects to send, in the order found (commits and tags first), and the shallow
@@ -91,6 +93,9 @@ pub struct Selection {
     pub shallow: Vec<ObjectId>,
     /// The client's shallow commits whose parents are sent now.
     pub unshallow: Vec<ObjectId>,
+    /// Trees and blobs the client has (those of the commits at the edge of what is sent):
+    /// bases a thin pack's deltas may name.
+    pub client_has: gix::hashtable::HashSet<ObjectId>,
 }
 
 #[cfg(test)]

@@ -104,6 +104,7 @@ pub fn select(
         repo,
         filter: wanted.filter,
         seen,
+        had: HashSet::default(),
     };
     for edge in walk.edges.iter().take(MAX_EDGES) {
         let tree = commits.links(edge)?.tree;
@@ -115,6 +116,7 @@ pub fn select(
     for (_, tree) in &walk.sent {
         trees.add(*tree, &mut out.objects)?;
     }
+    out.client_has = trees.had;
     Ok(out)
 }
 
@@ -226,6 +228,8 @@ struct Trees<'a> {
     repo: &'a Repo<'a>,
     filter: Filter,
     seen: HashSet<ObjectId>,
+    /// The trees and blobs of the edge commits (on the client).
+    had: HashSet<ObjectId>,
 }
 
 impl Trees<'_> {
@@ -236,13 +240,15 @@ impl Trees<'_> {
             if !self.seen.insert(id) {
                 continue;
             }
+            self.had.insert(id);
             let data = self.read_tree(&id)?;
             for entry in gix::objs::TreeRefIter::from_bytes(&data, self.repo.object_hash()) {
                 let entry = entry.map_err(GitError::internal)?;
+                let id = entry.oid.to_owned();
                 if entry.mode.is_tree() {
-                    stack.push(entry.oid.to_owned());
-                } else if !entry.mode.is_commit() {
-                    self.seen.insert(entry.oid.to_owned());
+                    stack.push(id);
+                } else if !entry.mode.is_commit() && self.seen.insert(id) {
+                    self.had.insert(id);
                 }
             }
         }
