@@ -65,12 +65,12 @@ fn with_repo<R>(path: &Path, f: impl FnOnce(&Repo) -> R) -> R {
 fn pack_of(source: &Path, wanted: &Wanted) -> (Selection, Vec<u8>) {
     with_repo(source, |repo| {
         let mut selection = select(repo, None, wanted).unwrap();
-        let client_has = match wanted.thin {
-            true => std::mem::take(&mut selection.client_has),
+        let client = match wanted.thin {
+            true => std::mem::take(&mut selection.client),
             false => Default::default(),
         };
         let mut pack = Vec::new();
-        let written = write_pack(repo, selection.objects.clone(), &client_has, &mut pack).unwrap();
+        let written = write_pack(repo, selection.objects.clone(), &client, &mut pack).unwrap();
         assert_eq!(written, pack.len() as u64);
         (selection, pack)
     })
@@ -237,55 +237,44 @@ fn the_commit_index_gives_the_same_selection_as_the_objects() {
     }
 }
 
-/// A file that shrinks from one commit to the next, packed: git stores the new, smaller
-/// version as a delta on the old one, which a client one commit behind has.
-fn shrinking(root: &Path) -> std::path::PathBuf {
+/// A file that loses lines in each of `steps` commits after the first, packed without delta
+/// chains: git stores each smaller version as a delta on the first, the biggest.
+fn shrinking(root: &Path, steps: usize) -> std::path::PathBuf {
     let work = root.join("work");
     init_repo(&work);
-    write(&work, "big.txt", noise(7, 400));
-    commit_all(&work, "big", "2024-01-01T10:00:00+00:00");
-    git(&work, &["tag", "old"]);
-    let kept: String = noise(7, 400)
-        .lines()
-        .skip(40)
-        .map(|l| format!("{l}\n"))
-        .collect();
-    write(&work, "big.txt", kept);
-    commit_all(&work, "smaller", "2024-02-01T10:00:00+00:00");
+    let all = noise(7, 400);
+    for step in 0..=steps {
+        let kept: String = all
+            .lines()
+            .skip(40 * step)
+            .map(|l| format!("{l}\n"))
+            .collect();
+        write(&work, "big.txt", kept);
+        commit_all(&work, &format!("step {step}"), "2024-01-01T10:00:00+00:00");
+    }
     git(root, &["clone", "-q", "--bare", "work", "packed.git"]);
     let packed = root.join("packed.git");
-    git(&packed, &["repack", "-a", "-d", "-f", "-q"]);
+    git(&packed, &["repack", "-a", "-d", "-f", "--depth=1", "-q"]);
+    git(&packed, &["tag", "behind", "main~1"]);
     packed
 }
 
-#[test]
-fn a_thin_fetch_names_bases_the_client_has_and_git_completes_it() {
-    let dir = TempDir::new("fetch-thin");
-    let packed = shrinking(dir.path());
-    let (main, old) = (id(&packed, "main"), id(&packed, "main~1"));
+/// The thin pack of main for a client at main~1 against the same pack made whole: both sizes,
+/// and the thin one completed by git into such a client, checked by `fsck`.
+fn thin_fetch(dir: &Path, packed: &Path) -> (usize, usize) {
+    let (main, old) = (id(packed, "main"), id(packed, "main~1"));
     let mut request = wanted(vec![main]);
     request.common = vec![old];
-    let (_, whole) = pack_of(&packed, &request);
+    let (_, whole) = pack_of(packed, &request);
     request.thin = true;
-    let (selection, thin) = pack_of(&packed, &request);
-    assert!(selection.objects.len() == 3, "a commit, a tree, a blob");
-    assert!(
-        thin.len() * 2 < whole.len(),
-        "the thin pack ({} bytes) carries a delta, not the whole file ({} bytes)",
-        thin.len(),
-        whole.len()
-    );
-    // A client one commit behind.
-    let dest = dir.path().join("client.git");
-    git(dir.path(), &["init", "-q", "--bare", "client.git"]);
+    let (selection, thin) = pack_of(packed, &request);
+    assert_eq!(selection.objects.len(), 3, "a commit, a tree, a blob");
+    let dest = dir.join("client.git");
+    git(dir, &["init", "-q", "--bare", "client.git"]);
+    let source = packed.to_str().unwrap();
     git(
         &dest,
-        &[
-            "fetch",
-            "-q",
-            packed.to_str().unwrap(),
-            "refs/tags/old:refs/tags/old",
-        ],
+        &["fetch", "-q", source, "refs/tags/behind:refs/tags/behind"],
     );
     assert!(
         !index_pack(&dest, &[], &thin),
@@ -296,6 +285,24 @@ fn a_thin_fetch_names_bases_the_client_has_and_git_completes_it() {
     git(&dest, &["fsck", "--full", "--strict", "--no-dangling"]);
     assert_eq!(
         sorted_objects(&dest, &["main"]),
-        sorted_objects(&packed, &["main"])
+        sorted_objects(packed, &["main"])
     );
+    (thin.len(), whole.len())
+}
+
+#[test]
+fn a_thin_fetch_copies_a_stored_delta_on_what_the_client_has() {
+    let dir = TempDir::new("fetch-thin-copied");
+    let packed = shrinking(dir.path(), 1);
+    let (thin, whole) = thin_fetch(dir.path(), &packed);
+    assert!(thin * 2 < whole, "{thin} bytes thin, {whole} whole");
+}
+
+#[test]
+fn a_thin_fetch_makes_a_delta_on_the_clients_version_of_the_path() {
+    let dir = TempDir::new("fetch-thin-made");
+    // The new version is stored on the first, which the client has but not at its edge.
+    let packed = shrinking(dir.path(), 2);
+    let (thin, whole) = thin_fetch(dir.path(), &packed);
+    assert!(thin * 2 < whole, "{thin} bytes thin, {whole} whole");
 }

@@ -463,13 +463,14 @@ fn write_pack(
     let file =
         tempfile::tempfile().map_err(|e| Failure::Internal(format!("temporary file: {e}")))?;
     let mut out = BufWriter::with_capacity(256 << 10, file);
-    let client_has = match wanted.thin {
-        true => selection.client_has,
+    // A partial clone may lack the trees and blobs of its own commits.
+    let client = match wanted.thin && wanted.filter == fetch::Filter::None {
+        true => selection.client,
         false => Default::default(),
     };
     let len = stats
         .time("writing", || {
-            fetch::write_pack(repo, selection.objects, &client_has, &mut out)
+            fetch::write_pack(repo, selection.objects, &client, &mut out)
         })
         .map_err(git_failure)?;
     let file = out

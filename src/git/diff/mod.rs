@@ -4,7 +4,7 @@
 
 mod binary;
 mod blobs;
-mod delta;
+pub(crate) mod delta;
 pub mod lines;
 pub mod patch;
 pub mod quote;

@@ -93,9 +93,18 @@ pub struct Selection {
     pub shallow: Vec<ObjectId>,
     /// The client's shallow commits whose parents are sent now.
     pub unshallow: Vec<ObjectId>,
-    /// Trees and blobs the client has (those of the commits at the edge of what is sent):
-    /// bases a thin pack's deltas may name.
-    pub client_has: gix::hashtable::HashSet<ObjectId>,
+    /// What the client has that a thin pack's deltas may name as their bases.
+    pub client: ClientBases,
+}
+
+/// Objects the client has, for a thin pack's deltas to name as their bases.
+#[derive(Debug, Default)]
+pub struct ClientBases {
+    /// The trees and blobs of the commits at the edge of what is sent.
+    pub objects: gix::hashtable::HashSet<ObjectId>,
+    /// For a sent tree or blob, the client's object at the same path (in the newest edge
+    /// commit), when it has one.
+    pub by_path: gix::hashtable::HashMap<ObjectId, ObjectId>,
 }
 
 #[cfg(test)]

@@ -1,11 +1,13 @@
 //! Writing the selected objects as a pack: entries copied from the repository's packs as they
 //! are stored, deltas kept where their base is sent before them or is known to be on the
-//! client (a thin pack, which the client completes), others written whole.
+//! client; for a thin pack (which the client completes) new deltas on the client's version of
+//! the same path; others written whole.
 
+use super::ClientBases;
+use crate::git::diff::delta;
 use crate::git::packs::Place;
 use crate::git::{GitError, Repo};
 use gix::ObjectId;
-use gix::hashtable::HashSet;
 use gix_pack::data::entry::Header;
 use gix_pack::data::output;
 use std::collections::HashMap;
@@ -18,13 +20,16 @@ const CHUNK: usize = 2_000;
 /// objects), which a `--depth 1` clone is mostly made of.
 const RECOMPRESSION_LEVEL: i32 = 3;
 
+/// Deltas made for a thin pack are kept when at most this share of their object's size.
+const DELTA_SHARE: usize = 2;
+
 /// Writes a version-2 pack of `objects` (no duplicates) to `out`; returns the bytes written.
-/// A stored delta whose base is in `client_has` is sent as a delta on that base's id (empty
-/// `client_has`: a pack complete in itself).
+/// Deltas may name objects of `client` as their bases (empty `client`: a pack complete in
+/// itself).
 pub fn write_pack(
     repo: &Repo,
     objects: Vec<ObjectId>,
-    client_has: &HashSet<ObjectId>,
+    client: &ClientBases,
     out: &mut dyn Write,
 ) -> Result<u64, GitError> {
     let count = u32::try_from(objects.len())
@@ -38,7 +43,7 @@ pub fn write_pack(
     placed.sort_by_key(|(_, place)| place.as_ref().map(Place::key));
     let mut entries = Entries {
         repo,
-        client_has,
+        client,
         written: HashMap::new(),
         compressor: libdeflater::Compressor::new(
             libdeflater::CompressionLvl::new(RECOMPRESSION_LEVEL).expect("a libdeflate level"),
@@ -74,7 +79,7 @@ pub fn write_pack(
 /// Makes the entries of placed objects in the order they are written.
 struct Entries<'a> {
     repo: &'a Repo<'a>,
-    client_has: &'a HashSet<ObjectId>,
+    client: &'a ClientBases,
     /// The entries written so far by where they are stored: bases of later deltas.
     written: HashMap<(u32, u64), usize>,
     compressor: libdeflater::Compressor,
@@ -111,13 +116,16 @@ impl Entries<'_> {
                 if let Some(&object_index) = self.written.get(&(pack, base)) {
                     Kind::DeltaRef { object_index }
                 } else {
-                    match place.id_at(base).filter(|b| self.client_has.contains(b)) {
+                    match place
+                        .id_at(base)
+                        .filter(|b| self.client.objects.contains(b))
+                    {
                         Some(base_id) => Kind::DeltaOid { id: base_id },
                         None => return Ok(None),
                     }
                 }
             }
-            Header::RefDelta { base_id } if self.client_has.contains(&base_id) => {
+            Header::RefDelta { base_id } if self.client.objects.contains(&base_id) => {
                 Kind::DeltaOid { id: base_id }
             }
             Header::RefDelta { .. } => return Ok(None),
@@ -131,21 +139,43 @@ impl Entries<'_> {
         }))
     }
 
-    /// Object `id` read and compressed whole.
+    /// Object `id` read and written as a new delta on the client's version of its path, or
+    /// else whole.
     fn whole(&mut self, id: ObjectId) -> Result<output::Entry, GitError> {
-        let (kind, data) = self
-            .repo
+        let (kind, data) = self.read(id)?;
+        if let Some(&base_id) = self.client.by_path.get(&id) {
+            let (base_kind, base) = self.read(base_id)?;
+            if base_kind == kind
+                && let Some(delta) = delta::delta(&base, &data, data.len() / DELTA_SHARE)
+            {
+                return self.compressed(id, output::entry::Kind::DeltaOid { id: base_id }, &delta);
+            }
+        }
+        self.compressed(id, output::entry::Kind::Base(kind), &data)
+    }
+
+    fn read(&self, id: ObjectId) -> Result<crate::git::packs::Object, GitError> {
+        self.repo
             .read_object(&id)?
-            .ok_or_else(|| GitError::internal_msg(format!("object {id} vanished")))?;
+            .ok_or_else(|| GitError::internal_msg(format!("object {id} vanished")))
+    }
+
+    /// An entry of `kind` for object `id` whose data is `data`, compressed.
+    fn compressed(
+        &mut self,
+        id: ObjectId,
+        kind: output::entry::Kind,
+        data: &[u8],
+    ) -> Result<output::Entry, GitError> {
         let mut compressed = vec![0; self.compressor.zlib_compress_bound(data.len())];
         let len = self
             .compressor
-            .zlib_compress(&data, &mut compressed)
+            .zlib_compress(data, &mut compressed)
             .map_err(|e| GitError::internal_msg(format!("compressing {id}: {e}")))?;
         compressed.truncate(len);
         Ok(output::Entry {
             id,
-            kind: output::entry::Kind::Base(kind),
+            kind,
             decompressed_size: data.len(),
             compressed_data: compressed,
         })

@@ -3,7 +3,7 @@
 //! every tree and blob those commits add, skipping what the trees at the edge already hold.
 
 use super::paint::walk_painting;
-use super::{Deepen, Filter, Selection, Wanted};
+use super::{ClientBases, Deepen, Filter, Selection, Wanted};
 use crate::git::commit_index::CommitIndex;
 use crate::git::{GitError, Repo};
 use gix::ObjectId;
@@ -104,19 +104,24 @@ pub fn select(
         repo,
         filter: wanted.filter,
         seen,
-        had: HashSet::default(),
+        client: ClientBases::default(),
     };
     for edge in walk.edges.iter().take(MAX_EDGES) {
         let tree = commits.links(edge)?.tree;
         trees.mark_had(tree)?;
     }
+    // The client's version of each path: from the newest edge commit.
+    let counterpart = match walk.edges.first() {
+        Some(edge) => Some(commits.links(edge)?.tree),
+        None => None,
+    };
     for root in roots {
-        trees.add(root, &mut out.objects)?;
+        trees.add(root, None, &mut out.objects)?;
     }
     for (_, tree) in &walk.sent {
-        trees.add(*tree, &mut out.objects)?;
+        trees.add(*tree, counterpart, &mut out.objects)?;
     }
-    out.client_has = trees.had;
+    out.client = trees.client;
     Ok(out)
 }
 
@@ -228,8 +233,7 @@ struct Trees<'a> {
     repo: &'a Repo<'a>,
     filter: Filter,
     seen: HashSet<ObjectId>,
-    /// The trees and blobs of the edge commits (on the client).
-    had: HashSet<ObjectId>,
+    client: ClientBases,
 }
 
 impl Trees<'_> {
@@ -240,7 +244,7 @@ impl Trees<'_> {
             if !self.seen.insert(id) {
                 continue;
             }
-            self.had.insert(id);
+            self.client.objects.insert(id);
             let data = self.read_tree(&id)?;
             for entry in gix::objs::TreeRefIter::from_bytes(&data, self.repo.object_hash()) {
                 let entry = entry.map_err(GitError::internal)?;
@@ -248,34 +252,75 @@ impl Trees<'_> {
                 if entry.mode.is_tree() {
                     stack.push(id);
                 } else if !entry.mode.is_commit() && self.seen.insert(id) {
-                    self.had.insert(id);
+                    self.client.objects.insert(id);
                 }
             }
         }
         Ok(())
     }
 
-    /// Adds `tree` and what it holds that is not seen yet to `out`.
-    fn add(&mut self, tree: ObjectId, out: &mut Vec<ObjectId>) -> Result<(), GitError> {
-        let mut stack = vec![tree];
-        while let Some(id) = stack.pop() {
+    /// Adds `tree` and what it holds that is not seen yet to `out`. `counterpart` is the
+    /// client's tree at the same path, if it has one: what is added is paired with the
+    /// client's object of the same name.
+    fn add(
+        &mut self,
+        tree: ObjectId,
+        counterpart: Option<ObjectId>,
+        out: &mut Vec<ObjectId>,
+    ) -> Result<(), GitError> {
+        let mut stack = vec![(tree, counterpart)];
+        while let Some((id, counterpart)) = stack.pop() {
             if !self.seen.insert(id) {
                 continue;
             }
             out.push(id);
+            let theirs = match counterpart {
+                Some(other) => {
+                    self.client.by_path.insert(id, other);
+                    Some(self.read_tree(&other)?)
+                }
+                None => None,
+            };
+            let theirs = theirs.as_deref().map(|t| self.entries(t)).transpose()?;
+            let named = |name: &[u8], tree: bool| {
+                theirs
+                    .as_ref()
+                    .and_then(|t| t.get(name))
+                    .filter(|(_, is_tree)| *is_tree == tree)
+                    .map(|(id, _)| *id)
+            };
             let data = self.read_tree(&id)?;
             for entry in gix::objs::TreeRefIter::from_bytes(&data, self.repo.object_hash()) {
                 let entry = entry.map_err(GitError::internal)?;
                 let id = entry.oid.to_owned();
                 if entry.mode.is_tree() {
-                    stack.push(id);
+                    stack.push((id, named(entry.filename, true)));
                 } else if !entry.mode.is_commit() && self.blob_passes(&id)? && self.seen.insert(id)
                 {
                     out.push(id);
+                    if let Some(other) = named(entry.filename, false) {
+                        self.client.by_path.insert(id, other);
+                    }
                 }
             }
         }
         Ok(())
+    }
+
+    /// The entries of a tree by name: their ids and whether they are trees.
+    fn entries<'t>(
+        &self,
+        data: &'t [u8],
+    ) -> Result<std::collections::HashMap<&'t [u8], (ObjectId, bool)>, GitError> {
+        gix::objs::TreeRefIter::from_bytes(data, self.repo.object_hash())
+            .map(|entry| {
+                let entry = entry.map_err(GitError::internal)?;
+                Ok((
+                    entry.filename.as_ref(),
+                    (entry.oid.to_owned(), entry.mode.is_tree()),
+                ))
+            })
+            .collect()
     }
 
     fn blob_passes(&self, id: &ObjectId) -> Result<bool, GitError> {
