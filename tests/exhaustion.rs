@@ -216,11 +216,15 @@ fn temporary_files_that_cannot_grow_answer_503_and_the_server_recovers() {
         .find(|l| l.contains(" ERROR ") && l.contains(&format!("url={url}")))
         .unwrap_or_else(|| panic!("no error logged for {url}:\n{logged}"));
     assert!(line.contains("File too large"), "{line}");
-    // A clone's pack is written to a temporary file too.
+    // A clone's pack is written to a temporary file too, and sent as it grows: git is told
+    // why the transfer stops.
     let cloned = clone(&server.addr, "big", tmp.path());
     assert!(!cloned.status.success(), "the big clone went through");
     let said = String::from_utf8_lossy(&cloned.stderr);
-    assert!(said.contains("503"), "git said: {said}");
+    assert!(
+        said.contains("remote: The server is out of space for temporary files"),
+        "git said: {said}"
+    );
     assert_alive(&mut server, &log, "after the clone");
     // What fits is served, and the pages need no temporary files.
     let r = server.get("/small/snapshot/small-main.tar");

@@ -120,13 +120,20 @@ fn bundle(
         };
         let index = state.commit_index(&refs);
         // Every want is an advertised ref, so a failure is the repository's, not the client's.
-        let (pack, source) =
-            match smart::kept_or_written(state, repo, index.as_deref(), &wanted, packs, stats) {
-                Err(Failure::Protocol(e)) => {
-                    return Err(Failure::Internal(format!("bundle pack: {e}")));
-                }
-                made => made?,
-            };
+        let (pack, source) = match smart::kept_or_written(
+            state,
+            repo,
+            index.as_deref(),
+            &wanted,
+            packs,
+            stats,
+            |_, _| {},
+        ) {
+            Err(Failure::Protocol(e)) => {
+                return Err(Failure::Internal(format!("bundle pack: {e}")));
+            }
+            made => made?,
+        };
         Ok(Bundle {
             header: contents.header,
             pack,

@@ -7,6 +7,7 @@ mod client;
 pub mod compress;
 mod embedded;
 mod fetch_gate;
+mod growing;
 pub mod listener;
 mod memory;
 mod metrics;

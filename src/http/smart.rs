@@ -1,7 +1,9 @@
 //! git's smart HTTP on the resident repositories: its routes, the request body, the work on a
 //! git worker (ref advertisement cheap, fetches expensive) and the pack, written to a
-//! temporary file there and streamed from it afterwards without holding the worker.
+//! temporary file there and sent from it as it grows, so the client indexes it meanwhile and
+//! a slow client holds no worker.
 
+use super::growing::Growing;
 use super::pack_cache::{KeptPack, PackCache};
 use super::scheduler::{Done, Shed};
 use super::{App, client};
@@ -14,6 +16,7 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
+use gix::ObjectId;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
@@ -72,7 +75,12 @@ pub(super) fn route(
 }
 
 /// Answers a smart HTTP request.
-pub(super) async fn serve(app: &App, site: Arc<Site>, route: Route, request: Request) -> Response {
+pub(super) async fn serve(
+    app: &Arc<App>,
+    site: Arc<Site>,
+    route: Route,
+    request: Request,
+) -> Response {
     let repo_path = match &route {
         Route::ReceivePack => {
             return plain(StatusCode::FORBIDDEN, "Pushing is not supported here\n");
@@ -106,19 +114,27 @@ pub(super) async fn serve(app: &App, site: Arc<Site>, route: Route, request: Req
     let worker_site = Arc::clone(&site);
     let packs = Arc::clone(&app.packs);
     let stats = Arc::clone(&app.upload_pack);
-    let job = move || {
-        allowed(&worker_site, auth.as_ref())?;
-        match &body {
-            None => advertise(&state, version),
-            Some(body) => upload_pack(&state, &packs, &stats, version, body),
+    let ran = match body {
+        None => {
+            let job = move || {
+                allowed(&worker_site, auth.as_ref())?;
+                advertise(&state, version)
+            };
+            app.scheduler
+                .run(class, client_key, job)
+                .await
+                .map(|done| done.value)
+        }
+        Some(body) => {
+            let job = move |early: Early| {
+                allowed(&worker_site, auth.as_ref())?;
+                upload_pack(&state, &packs, &stats, version, &body, early)
+            };
+            fetch_answer(app, client_key, job).await
         }
     };
-    let ran = match class {
-        CostClass::Cheap => app.scheduler.run(class, client_key, job).await,
-        CostClass::Expensive => run_fetch(app, client_key, job).await,
-    };
     let answer = match ran {
-        Ok(done) => done.value,
+        Ok(answer) => answer,
         Err(shed) => return super::to_http(super::page::shed_page(&site, shed), ()),
     };
     match answer {
@@ -136,9 +152,8 @@ pub(super) async fn serve(app: &App, site: Arc<Site>, route: Route, request: Req
                 super::stream::spawn_writer(slot, {
                     let stats = Arc::clone(&app.upload_pack);
                     move |out| {
-                        let len = pack.pack.len;
-                        pack.send(out)?;
-                        stats.bytes.inc_by(len);
+                        let sent = pack.send(out)?;
+                        stats.bytes.inc_by(sent);
                         Ok(())
                     }
                 }),
@@ -264,30 +279,63 @@ enum Answer {
 struct PackFile {
     preamble: Vec<u8>,
     progress: Option<String>,
-    pack: Arc<KeptPack>,
+    pack: PackSource,
     framing: Framing,
     flush_after: bool,
 }
 
+/// Where a pack is read from: a complete file, or one still being written.
+enum PackSource {
+    Kept(Arc<KeptPack>),
+    Growing(Arc<Growing>),
+}
+
+impl PackSource {
+    /// Copies the pack to `out`; returns its length.
+    fn copy_to(&self, out: &mut dyn Write) -> std::io::Result<u64> {
+        match self {
+            PackSource::Kept(kept) => {
+                pages::copy_file(&kept.file, 0, kept.len, out)?;
+                Ok(kept.len)
+            }
+            PackSource::Growing(growing) => growing.copy_to(out),
+        }
+    }
+}
+
 impl PackFile {
-    fn send(self, out: &mut dyn Write) -> std::io::Result<()> {
+    /// Sends the answer to `out`; returns the pack's length.
+    fn send(self, out: &mut dyn Write) -> std::io::Result<u64> {
         out.write_all(&self.preamble)?;
         if let Some(message) = &self.progress {
             let mut packet = Vec::new();
             pktline::band(&mut packet, 2, message.as_bytes(), pktline::MAX_PACKET);
             out.write_all(&packet)?;
         }
-        match self.framing {
-            Framing::Raw => pages::copy_file(&self.pack.file, 0, self.pack.len, out)?,
+        let sent = match self.framing {
+            Framing::Raw => self.pack.copy_to(out)?,
             Framing::SideBand(max) => {
-                let mut band = pktline::BandWriter { out, max };
-                pages::copy_file(&self.pack.file, 0, self.pack.len, &mut band)?;
+                match self.pack.copy_to(&mut pktline::BandWriter { out, max }) {
+                    Ok(sent) => sent,
+                    Err(e) => {
+                        // Ended as git's upload-pack ends on a fatal error: git prints this
+                        // message (`remote: …`) and stops.
+                        let said = pages::Exhaustion::in_text(&e.to_string()).map_or(
+                            "The pack could not be made; the failure has been logged.",
+                            |short| short.message(),
+                        );
+                        let mut packet = Vec::new();
+                        pktline::band(&mut packet, 3, said.as_bytes(), max);
+                        out.write_all(&packet)?;
+                        return Ok(0);
+                    }
+                }
             }
-        }
+        };
         if self.flush_after {
             out.write_all(b"0000")?;
         }
-        Ok(())
+        Ok(sent)
     }
 }
 
@@ -378,7 +426,10 @@ fn upload_pack(
     stats: &Stats,
     version: Version,
     body: &[u8],
+    early: Early,
 ) -> Result<Answer, Failure> {
+    // (taken once: a repeated attempt, on a reopened repository, sends nothing early)
+    let early = std::cell::Cell::new(Some(early));
     let answer = state.with_repo(|repo| {
         let refs = state
             .refs(repo)
@@ -393,22 +444,38 @@ fn upload_pack(
             Reply::Done(bytes) => return Ok(Answer::Bytes(bytes)),
             Reply::Pack(reply) => reply,
         };
-        let (kept, source) =
-            kept_or_written(state, repo, index.as_deref(), &reply.wanted, packs, stats)?;
+        let answer = |started: &Started, pack: PackSource| {
+            let progress = reply.progress.then(|| {
+                format!(
+                    "Sending {} objects ({} commits)\n",
+                    started.objects, started.commits
+                )
+            });
+            Answer::Pack(Box::new(PackFile {
+                preamble: reply.preamble(&started.shallow, &started.unshallow),
+                progress,
+                pack,
+                framing: reply.framing,
+                flush_after: reply.flush_after,
+            }))
+        };
+        let send_early = |started: &Started, growing: &Arc<Growing>| {
+            if let Some(early) = early.take() {
+                // (a client gone meanwhile no longer listens; the pack is made for the cache)
+                let _ = early.send(answer(started, PackSource::Growing(Arc::clone(growing))));
+            }
+        };
+        let (kept, source) = kept_or_written(
+            state,
+            repo,
+            index.as_deref(),
+            &reply.wanted,
+            packs,
+            stats,
+            send_early,
+        )?;
         stats.packs.get_or_create(&vec![("source", source)]).inc();
-        let progress = reply.progress.then(|| {
-            format!(
-                "Sending {} objects ({} commits)\n",
-                kept.objects, kept.commits
-            )
-        });
-        Ok(Answer::Pack(Box::new(PackFile {
-            preamble: reply.preamble(&kept.shallow, &kept.unshallow),
-            progress,
-            pack: kept,
-            framing: reply.framing,
-            flush_after: reply.flush_after,
-        })))
+        Ok(answer(&Started::of(&kept), PackSource::Kept(kept)))
     });
     answer.map_err(|e| Failure::Internal(pages::chain(&e)))?
 }
@@ -426,8 +493,68 @@ where
         .await
 }
 
+/// Runs a fetch's job like [`run_fetch`], answering as soon as the job sends its answer early
+/// (its pack is being written, to be sent as it grows) or else when it ends. After an early
+/// answer the job runs on to its end; before one, the caller going away withdraws it.
+async fn fetch_answer<F>(
+    app: &Arc<App>,
+    client_key: u64,
+    job: F,
+) -> Result<Result<Answer, Failure>, Shed>
+where
+    F: FnOnce(Early) -> Result<Answer, Failure> + Send + 'static,
+{
+    let (early, answer) = tokio::sync::oneshot::channel();
+    let app = Arc::clone(app);
+    let run = tokio::spawn(async move { run_fetch(&app, client_key, move || job(early)).await });
+    let mut waiting = WithdrawnOnDrop(Some(run));
+    if let Ok(answer) = answer.await {
+        waiting.0 = None;
+        return Ok(Ok(answer));
+    }
+    let run = waiting.0.take().expect("taken only here");
+    match run.await {
+        Ok(ran) => ran.map(|done| done.value),
+        Err(e) => Ok(Err(Failure::Internal(format!("fetch task: {e}")))),
+    }
+}
+
+/// Where a fetch's job sends its answer before it ends.
+type Early = tokio::sync::oneshot::Sender<Answer>;
+
+/// A fetch's task, aborted (its job withdrawn if still queued) unless taken out first.
+struct WithdrawnOnDrop<T>(Option<tokio::task::JoinHandle<T>>);
+
+impl<T> Drop for WithdrawnOnDrop<T> {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.abort();
+        }
+    }
+}
+
+/// What is known of a pack once its objects are chosen.
+pub(super) struct Started {
+    objects: usize,
+    commits: usize,
+    shallow: Vec<ObjectId>,
+    unshallow: Vec<ObjectId>,
+}
+
+impl Started {
+    fn of(kept: &KeptPack) -> Started {
+        Started {
+            objects: kept.objects,
+            commits: kept.commits,
+            shallow: kept.shallow.clone(),
+            unshallow: kept.unshallow.clone(),
+        }
+    }
+}
+
 /// The pack of `wanted`: the kept one of an identical clone, or one written now (and kept
-/// when it may be); with which it was ("kept" or "written").
+/// when it may be); with which it was ("kept" or "written"). A pack written now is shown to
+/// `started` once its objects are chosen, growing in its file.
 pub(super) fn kept_or_written(
     state: &RepoState,
     repo: &crate::git::Repo,
@@ -435,6 +562,7 @@ pub(super) fn kept_or_written(
     wanted: &fetch::Wanted,
     packs: &PackCache,
     stats: &Stats,
+    started: impl FnOnce(&Started, &Arc<Growing>),
 ) -> Result<(Arc<KeptPack>, &'static str), Failure> {
     let key = packs
         .keeps(wanted)
@@ -442,47 +570,65 @@ pub(super) fn kept_or_written(
     if let Some(kept) = key.as_ref().and_then(|k| packs.get(k)) {
         return Ok((kept, "kept"));
     }
-    let written = Arc::new(write_pack(repo, index, wanted, stats)?);
+    let written = Arc::new(write_pack(repo, index, wanted, stats, started)?);
     if let Some(key) = key {
         packs.put(key, Arc::clone(&written));
     }
     Ok((written, "written"))
 }
 
-/// Selects what `wanted` needs and writes its pack to a temporary file.
+/// Selects what `wanted` needs and writes its pack to a temporary file, shown to `started`
+/// before it is written.
 fn write_pack(
     repo: &crate::git::Repo,
     index: Option<&crate::git::commit_index::CommitIndex>,
     wanted: &fetch::Wanted,
     stats: &Stats,
+    started: impl FnOnce(&Started, &Arc<Growing>),
 ) -> Result<KeptPack, Failure> {
     let selection = stats
         .time("counting", || fetch::select(repo, index, wanted))
         .map_err(git_failure)?;
-    let (objects, commits) = (selection.objects.len(), selection.commits);
+    let about = Started {
+        objects: selection.objects.len(),
+        commits: selection.commits,
+        shallow: selection.shallow,
+        unshallow: selection.unshallow,
+    };
     let file =
         tempfile::tempfile().map_err(|e| Failure::Internal(format!("temporary file: {e}")))?;
-    let mut out = BufWriter::with_capacity(256 << 10, file);
+    let growing = Arc::new(Growing::new(file));
+    started(&about, &growing);
     // A partial clone may lack the trees and blobs of its own commits.
     let client = match wanted.thin && wanted.filter == fetch::Filter::None {
         true => selection.client,
         false => Default::default(),
     };
-    let len = stats
-        .time("writing", || {
-            fetch::write_pack(repo, selection.objects, &client, &mut out)
-        })
-        .map_err(git_failure)?;
-    let file = out
-        .into_inner()
-        .map_err(|e| Failure::Internal(format!("writing the pack: {e}")))?;
+    let written = stats.time("writing", || {
+        let mut out = BufWriter::with_capacity(256 << 10, growing.writer());
+        let len = fetch::write_pack(repo, selection.objects, &client, &mut out)
+            .map_err(|e| pages::chain(&e))?;
+        out.flush().map_err(|e| format!("writing the pack: {e}"))?;
+        Ok::<_, String>(len)
+    });
+    growing.end(written.as_ref().map(|_| ()).map_err(Clone::clone));
+    let len = written.map_err(|why| {
+        tracing::error!(
+            "upload-pack: a pack of {} objects not written: {why}",
+            about.objects
+        );
+        Failure::Internal(why)
+    })?;
+    let file = growing
+        .file()
+        .map_err(|e| Failure::Internal(format!("keeping the pack: {e}")))?;
     Ok(KeptPack {
         file,
         len,
-        objects,
-        commits,
-        shallow: selection.shallow,
-        unshallow: selection.unshallow,
+        objects: about.objects,
+        commits: about.commits,
+        shallow: about.shallow,
+        unshallow: about.unshallow,
     })
 }
 

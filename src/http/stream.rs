@@ -49,7 +49,9 @@ pub fn spawn_writer(
         let result = write(&mut sink).and_then(|()| sink.send_pending());
         if let Err(e) = result {
             tracing::warn!("streamed response aborted: {e}");
-            // The client sees a truncated transfer instead of a complete-looking body.
+            // What was written reaches the client (a git error message may end it), then a
+            // truncated transfer instead of a complete-looking body.
+            let _ = sink.send_pending();
             let _ = sink.send(Err(e));
         }
     });
