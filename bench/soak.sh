@@ -6,11 +6,13 @@
 # a flood of expensive URLs (wrk, FLOOD connections: blame, path logs, searches, snapshots,
 # stats), a push of one new commit every PUSH seconds (git push from a work clone) and a
 # SIGHUP reload every RELOAD seconds. Every 10 s it samples the server's RssAnon, open fds and
-# threads, and jemalloc's allocated and resident bytes and the response cache's and commit
-# indexes' bytes (from /metrics) into $STATE/samples.csv. At the end it prints the RssAnon slope after WARMUP seconds
-# (least squares, MiB per 10 minutes; target ≤ 1), the fd and thread range after warm-up, the
-# answers by status from cgitd's metrics (target: no 5xx but shed 503s), the reloads that took
-# effect, and draws the RssAnon and fd curves into PLOT (an SVG).
+# threads, and jemalloc's allocated and resident bytes, the response cache's and commit
+# indexes' bytes and the sum of the bounded caches' bytes (cgitd_cache_bytes) from /metrics
+# into $STATE/samples.csv. At the end it prints the RssAnon slope after WARMUP seconds (least
+# squares, MiB per 10 minutes; target ≤ 1) and beside it the slope of the heap outside the
+# bounded caches (jemalloc's allocated minus the caches' sum), the fd and thread range after
+# warm-up, the answers by status from cgitd's metrics (target: no 5xx but shed 503s), the
+# reloads that took effect, and draws the RssAnon and fd curves into PLOT (an SVG).
 #
 # With MEMORY_MAX (bytes, e.g. 400M) the server runs in a memory cgroup of that limit (v2 or
 # v1; needs root), and the end also reports the cgroup's OOM kills and the pressure episodes.
@@ -111,7 +113,7 @@ reloads() {
 }
 sample() {
     local t0=$SECONDS
-    echo "seconds,rss_kib,fds,threads,allocated_kib,resident_kib,responses_kib,indexes_kib" > "$STATE/samples.csv"
+    echo "seconds,rss_kib,fds,threads,allocated_kib,resident_kib,responses_kib,indexes_kib,caches_kib" > "$STATE/samples.csv"
     while [ $SECONDS -lt $END ]; do
         local rss fds threads memory
         rss=$(awk '/^RssAnon:/ {print $2}' /proc/"$CGITD_PID"/status)
@@ -120,7 +122,8 @@ sample() {
         memory=$(curl -s --max-time 5 "http://127.0.0.1:$PORT/metrics" | awk '
             /^cgitd_allocator_bytes\{kind="allocated"\}/ {a = $2} /^cgitd_allocator_bytes\{kind="resident"\}/ {r = $2}
             /^cgitd_response_cache_bytes / {c = $2} /^cgitd_commit_index_bytes / {i = $2}
-            END {printf "%d,%d,%d,%d", a / 1024, r / 1024, c / 1024, i / 1024}')
+            /^cgitd_cache_bytes\{/ {k += $2}
+            END {printf "%d,%d,%d,%d,%d", a / 1024, r / 1024, c / 1024, i / 1024, k / 1024}')
         echo "$((SECONDS - t0)),$rss,$fds,$threads,$memory" >> "$STATE/samples.csv"
         sleep 10
     done
@@ -156,6 +159,10 @@ rss_slope = slope([(r[0], r[1] / 1024) for r in after]) * 600
 print(f"samples: {len(rows)} ({len(after)} after the {warmup} s warm-up)")
 print(f"RssAnon: {rows[0][1] / 1024:.0f} MiB at start, {max(r[1] for r in rows) / 1024:.0f} MiB peak, "
       f"{rows[-1][1] / 1024:.0f} MiB at the end; slope after warm-up {rss_slope:+.2f} MiB per 10 min (target ≤ 1)")
+outside = slope([(r[0], (r[4] - r[8]) / 1024) for r in after]) * 600
+caches = slope([(r[0], r[8] / 1024) for r in after]) * 600
+print(f"heap outside the bounded caches (jemalloc allocated − cgitd_cache_bytes): slope after warm-up "
+      f"{outside:+.2f} MiB per 10 min (the caches themselves: {caches:+.2f})")
 print(f"fds after warm-up: {min(r[2] for r in after)}–{max(r[2] for r in after)}; "
       f"threads {min(r[3] for r in after)}–{max(r[3] for r in after)}")
 status = {}

@@ -261,6 +261,37 @@ fn metrics_endpoint_counts_requests_and_rebuilds() {
 }
 
 #[test]
+fn metrics_report_the_bytes_each_cache_holds() {
+    let dir = TempDir::new("cache-bytes");
+    let rc = rc_for(dir.path(), &SHARED, "metrics-path=/metrics\n");
+    let server = Server::start(&rc);
+    for url in ["/r/log/", "/r/tree/"] {
+        assert_eq!(server.get(url).status, 200, "{url}");
+    }
+    let m = server.page("/metrics");
+    for cache in [
+        "responses",
+        "fragments",
+        "walks",
+        "object_sizes",
+        "single_child_trees",
+        "chain_bases",
+        "chain_results",
+        "commits",
+    ] {
+        assert!(
+            m.contains(&format!("cgitd_cache_bytes{{cache=\"{cache}\"}} ")),
+            "{cache} in {m}"
+        );
+    }
+    let bytes = |cache| metric(&server, &format!("cgitd_cache_bytes{{cache=\"{cache}\"}}"));
+    // a log page decodes its commits and keeps its walk, a tree listing reads its entries' sizes
+    assert!(bytes("commits") > 0.0);
+    assert!(bytes("walks") > 0.0);
+    assert!(bytes("object_sizes") > 0.0);
+}
+
+#[test]
 fn deep_log_pages_reuse_walks_and_stay_exact() {
     let dir = TempDir::new("walks");
     let work = dir.path().join("w");

@@ -82,6 +82,14 @@ impl<V: Copy> IdMemo<V> {
         Ok(values)
     }
 
+    /// Bytes the two generations' tables hold, estimated from their capacities: a table has 8
+    /// buckets for every 7 entries it may hold, each bucket an id, a value and a control byte.
+    pub fn bytes(&self) -> usize {
+        let generations = self.lock();
+        let capacity = generations.current.capacity() + generations.old.capacity();
+        capacity * 8 / 7 * (std::mem::size_of::<(gix::ObjectId, V)>() + 1)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Generations<V>> {
         self.generations.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -137,6 +145,10 @@ mod tests {
             memo.get(id(3 * GENERATION - 1)),
             Some(3 * GENERATION as u64 - 1)
         );
+        let bytes = memo.bytes();
+        let entry = std::mem::size_of::<(gix::ObjectId, u64)>();
+        assert!(bytes > 2 * GENERATION * entry, "{bytes} bytes estimated");
+        assert!(bytes < 9 << 20, "{bytes} bytes estimated");
         let generations = memo.lock();
         let kept = generations.current.len() + generations.old.len();
         assert!(kept <= 2 * GENERATION, "{kept} facts kept");

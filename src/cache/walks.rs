@@ -35,6 +35,16 @@ impl WalkMemo for WalkCache {
 }
 
 impl WalkCache {
+    /// Bytes the kept walks hold: their keys and their ids' buffers.
+    pub fn bytes(&self) -> usize {
+        self.lock()
+            .iter()
+            .map(|(key, walk)| {
+                key.len() + walk.ids.capacity() * std::mem::size_of::<gix::ObjectId>()
+            })
+            .sum()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<String, Arc<WalkIds>>> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }

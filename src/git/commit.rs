@@ -102,6 +102,14 @@ impl Commits {
     fn put(&self, key: Key, commit: Arc<CommitInfo>) {
         self.shard(&key).put(key, commit);
     }
+
+    /// Bytes of kept commits now, as weighed (their texts and [`ENTRY_BYTES`] each).
+    pub fn bytes(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|shard| shard.lock().unwrap_or_else(|e| e.into_inner()).bytes())
+            .sum()
+    }
 }
 
 /// Commit `id` (kept for the repository's object store when it reads through the shared

@@ -20,7 +20,7 @@ use gix::object::Kind;
 use gix::odb::pack;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -125,6 +125,24 @@ impl Default for Scratch {
 
 thread_local! {
     static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
+}
+
+/// Bytes of recent chain results kept by all threads together (their `Scratch::recent`).
+static RECENT_HELD: AtomicUsize = AtomicUsize::new(0);
+
+/// Bytes of recent chain results kept now, summed over the threads (at most [`RECENT_BYTES`]
+/// each).
+pub fn recent_bytes() -> usize {
+    RECENT_HELD.load(Ordering::Relaxed)
+}
+
+/// Counts a change of a thread's recent chain results from `before` to `after` bytes.
+fn recent_changed(before: usize, after: usize) {
+    if after >= before {
+        RECENT_HELD.fetch_add(after - before, Ordering::Relaxed);
+    } else {
+        RECENT_HELD.fetch_sub(before - after, Ordering::Relaxed);
+    }
 }
 
 impl Packs {
@@ -361,8 +379,18 @@ impl Packs {
         }
     }
 
+    /// Bytes of chain bases and waypoints kept now (over every shard).
+    pub fn bytes(&self) -> usize {
+        (0..SHARDS)
+            .map(|shard| self.lock_shard(shard).bytes())
+            .sum()
+    }
+
     fn lock_bases(&self, (serial, offset): Key) -> std::sync::MutexGuard<'_, Kept> {
-        let shard = (offset ^ u64::from(serial)) as usize % SHARDS;
+        self.lock_shard((offset ^ u64::from(serial)) as usize % SHARDS)
+    }
+
+    fn lock_shard(&self, shard: usize) -> std::sync::MutexGuard<'_, Kept> {
         self.bases[shard].lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -451,8 +479,17 @@ impl PackSet {
 impl Scratch {
     fn remember(&mut self, key: Key, kind: Kind, bytes: &Arc<Vec<u8>>) {
         if bytes.len() <= RECENT_BYTES / 16 {
+            let before = self.recent.bytes();
             self.recent.put(key, (kind, Arc::clone(bytes)));
+            recent_changed(before, self.recent.bytes());
         }
+    }
+}
+
+impl Drop for Scratch {
+    /// A thread that ends takes its recent chain results out of the count.
+    fn drop(&mut self) {
+        recent_changed(self.recent.bytes(), 0);
     }
 }
 

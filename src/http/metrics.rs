@@ -1,6 +1,7 @@
 //! Prometheus metrics: requests and latency per page, the scheduler's queues per cost class,
 //! fragment cache counters, upload-pack's packs, bytes and phases, in-process highlighting,
-//! ref snapshot rebuilds, pages cut short by their work budget, and the allocator's memory.
+//! ref snapshot rebuilds, pages cut short by their work budget, the allocator's memory and the
+//! bytes each bounded in-heap cache holds.
 
 use super::response_cache::Stats as ResponseStats;
 use super::scheduler::Scheduler;
@@ -26,6 +27,10 @@ pub struct Metrics {
     requests: Family<Labels, Counter>,
     latency: Family<Labels, Histogram, fn() -> Histogram>,
     memory: Family<Labels, Gauge>,
+    /// Bytes held by each bounded in-heap cache, read when the metrics are rendered.
+    caches: Family<Labels, Gauge>,
+    /// The response cache's bytes, kept up to date by the cache itself.
+    response_bytes: Gauge,
 }
 
 impl Metrics {
@@ -167,12 +172,21 @@ impl Metrics {
             "jemalloc's bytes: allocated (live), active (in used pages), resident, retained (unmapped but kept)",
             memory.clone(),
         );
+        let caches = Family::<Labels, Gauge>::default();
+        registry.register(
+            "cache_bytes",
+            "Bytes each bounded in-heap cache holds: responses, fragments, walks, object_sizes, \
+             single_child_trees, chain_bases, chain_results (over all threads), commits",
+            caches.clone(),
+        );
         Metrics {
             reloads,
             registry,
             requests,
             latency,
             memory,
+            caches,
+            response_bytes: responses.bytes.clone(),
         }
     }
 
@@ -193,12 +207,35 @@ impl Metrics {
             .observe(seconds);
     }
 
-    /// The text exposition format.
-    pub fn render(&self) -> String {
+    /// The text exposition format, with the caches of `site` (the one being served).
+    pub fn render(&self, site: &Site) -> String {
         self.read_allocator();
+        self.read_caches(site);
         let mut out = String::new();
         let _ = encode(&mut out, &self.registry);
         out
+    }
+
+    /// Refreshes the cache gauges from the bytes each cache holds now. Per-handle caches inside
+    /// gix (objects, delta bases) are not counted, nor the commit indexes (their own metric) and
+    /// the clone cache's kept packs (temporary files).
+    fn read_caches(&self, site: &Site) {
+        let stores = &site.repos.object_stores;
+        let caches = [
+            ("responses", self.response_bytes.get()),
+            ("fragments", site.fragments.bytes() as i64),
+            ("walks", site.walks.bytes() as i64),
+            ("object_sizes", site.sizes.bytes() as i64),
+            ("single_child_trees", site.single_child_trees.bytes() as i64),
+            ("chain_bases", stores.packs.bytes() as i64),
+            ("chain_results", crate::git::packs::recent_bytes() as i64),
+            ("commits", stores.commits.bytes() as i64),
+        ];
+        for (cache, bytes) in caches {
+            self.caches
+                .get_or_create(&vec![("cache", cache.to_string())])
+                .set(bytes);
+        }
     }
 
     /// Refreshes the allocator gauges from jemalloc's statistics.

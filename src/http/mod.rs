@@ -199,7 +199,7 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         return to_http(page, ());
     }
     if site.config.globals.metrics_path.as_deref() == Some(uri.path()) {
-        let mut response = Response::new(Body::from(app.metrics.render()));
+        let mut response = Response::new(Body::from(app.metrics.render(&site)));
         response.headers_mut().insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/plain; version=0.0.4"),
