@@ -41,15 +41,7 @@ fn id(repo: &Path, rev: &str) -> ObjectId {
 }
 
 fn wanted(wants: Vec<ObjectId>) -> Wanted {
-    Wanted {
-        wants,
-        common: Vec::new(),
-        client_shallow: Vec::new(),
-        deepen: Deepen::Full,
-        filter: Filter::None,
-        tags: Vec::new(),
-        thin: false,
-    }
+    Wanted::clone_of(wants)
 }
 
 /// What `f` makes of the repository at `path` read through the shared pack reader, as the

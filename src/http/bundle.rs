@@ -4,7 +4,7 @@
 
 use super::App;
 use super::smart::{self, Failure};
-use crate::git::fetch::{Deepen, Filter, Wanted};
+use crate::git::fetch::Wanted;
 use crate::pages::{self, Site};
 use crate::repos::RepoState;
 use axum::body::Body;
@@ -109,15 +109,7 @@ fn bundle(
             .map_err(|e| Failure::Internal(pages::chain(&e)))?;
         let contents =
             crate::smart::bundle::contents(&refs).ok_or(Failure::Missing("Repository is empty"))?;
-        let wanted = Wanted {
-            wants: contents.wants,
-            common: Vec::new(),
-            client_shallow: Vec::new(),
-            deepen: Deepen::Full,
-            filter: Filter::None,
-            tags: Vec::new(),
-            thin: false,
-        };
+        let wanted = Wanted::clone_of(contents.wants);
         let index = state.commit_index(&refs);
         // Every want is an advertised ref, so a failure is the repository's, not the client's.
         let (pack, source) = match smart::kept_or_written(

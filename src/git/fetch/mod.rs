@@ -83,6 +83,21 @@ pub struct Wanted {
     pub thin: bool,
 }
 
+impl Wanted {
+    /// A full clone of `wants`: all their history, nothing left out, a complete pack.
+    pub fn clone_of(wants: Vec<ObjectId>) -> Wanted {
+        Wanted {
+            wants,
+            common: Vec::new(),
+            client_shallow: Vec::new(),
+            deepen: Deepen::Full,
+            filter: Filter::None,
+            tags: Vec::new(),
+            thin: false,
+        }
+    }
+}
+
 /// The objects to send, in the order found (commits and tags first), and the shallow
 /// boundary the client is to record.
 #[derive(Debug, Default)]
