@@ -255,6 +255,12 @@ fn interpolated_index_lookups_agree_with_bisection() {
     let index = indexes(&dir.join(".git/objects")).pop().unwrap();
     assert_eq!(index.num_objects(), 20_000);
     let fan = Fan::of(&index);
+    let header = std::fs::read(index.path()).unwrap();
+    assert_eq!(
+        Fan::from_header(&header, index.num_objects()),
+        Some(Fan::of(&index))
+    );
+    assert_eq!(Fan::from_header(&header, index.num_objects() + 1), None);
     for position in 0..index.num_objects() {
         let id = index.oid_at_index(position).to_owned();
         assert_eq!(lookup(&index, &fan, &id), Some(position), "{id}");

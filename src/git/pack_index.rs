@@ -15,9 +15,30 @@ const INTERPOLATIONS: u32 = 4;
 
 /// Where each first byte's ids end in an index: entry `b` counts the ids whose first byte is
 /// at most `b` (the fan-out table every index holds, read once).
+#[derive(Debug, PartialEq, Eq)]
 pub struct Fan([u32; 256]);
 
+/// How a version-2 index begins; a version-1 index begins with its fan-out table.
+const V2_MAGIC: [u8; 8] = [0xff, b't', b'O', b'c', 0, 0, 0, 2];
+
 impl Fan {
+    /// The fan-out table at the head of the bytes of an index of `objects` objects (one page
+    /// read), if they hold a consistent one.
+    pub fn from_header(index_bytes: &[u8], objects: u32) -> Option<Fan> {
+        let start = if index_bytes.starts_with(&V2_MAGIC) {
+            8
+        } else {
+            0
+        };
+        let table = index_bytes.get(start..start + 256 * 4)?;
+        let mut fan = [0u32; 256];
+        for (end, bytes) in fan.iter_mut().zip(table.chunks_exact(4)) {
+            *end = u32::from_be_bytes(bytes.try_into().ok()?);
+        }
+        let ordered = fan.windows(2).all(|w| w[0] <= w[1]);
+        (ordered && fan[255] == objects).then_some(Fan(fan))
+    }
+
     /// The fan-out of `index`, found by bisecting its sorted ids for each first byte.
     pub fn of(index: &index::File) -> Fan {
         let mut fan = [0u32; 256];

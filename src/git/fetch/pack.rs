@@ -20,6 +20,9 @@ const CHUNK: usize = 2_000;
 /// objects), which a `--depth 1` clone is mostly made of.
 const RECOMPRESSION_LEVEL: i32 = 3;
 
+/// Bytes of a pack read ahead at once while its entries are copied in stored order.
+const READ_AHEAD: u64 = 4 << 20;
+
 /// Deltas made for a thin pack are kept when at most this share of their object's size.
 const DELTA_SHARE: usize = 2;
 
@@ -45,6 +48,7 @@ pub fn write_pack(
         repo,
         client,
         written: HashMap::new(),
+        read_to: (0, 0),
         compressor: libdeflater::Compressor::new(
             libdeflater::CompressionLvl::new(RECOMPRESSION_LEVEL).expect("a libdeflate level"),
         ),
@@ -82,6 +86,8 @@ struct Entries<'a> {
     client: &'a ClientBases,
     /// The entries written so far by where they are stored: bases of later deltas.
     written: HashMap<(u32, u64), usize>,
+    /// Where the pack being copied from has been read ahead to (its serial and offset).
+    read_to: (u32, u64),
     compressor: libdeflater::Compressor,
 }
 
@@ -94,6 +100,9 @@ impl Entries<'_> {
         place: Option<&Place>,
     ) -> Result<output::Entry, GitError> {
         if let Some(place) = place {
+            if place.key() >= self.read_to {
+                self.read_to = (place.key().0, place.read_ahead(READ_AHEAD));
+            }
             self.written.insert(place.key(), n);
             if let Some(copied) = self.copied(id, place)? {
                 return Ok(copied);
