@@ -125,7 +125,7 @@ impl SharedSnapshots {
     }
 
     /// The snapshot of `listing`: one already built for the same refs, else built now.
-    fn get_or_build(&self, repo: &gix::Repository, listing: RefListing) -> Arc<RefSnapshot> {
+    fn get_or_build(&self, repo: &git::Repo, listing: RefListing) -> Arc<RefSnapshot> {
         let version = listing.version;
         let found = {
             let map = self.by_version.lock().unwrap_or_else(|e| e.into_inner());
@@ -244,7 +244,7 @@ impl RepoState {
     }
 
     /// The current ref snapshot, rebuilt when the refs changed on disk.
-    pub fn refs(&self, repo: &gix::Repository) -> Result<Arc<RefSnapshot>, RepoError> {
+    pub fn refs(&self, repo: &git::Repo) -> Result<Arc<RefSnapshot>, RepoError> {
         self.git.refs(repo)
     }
 
@@ -571,7 +571,7 @@ impl GitRepo {
         stamp::RefStamp::read(&self.path).inspect_err(|_| self.signal.keep_dirty())
     }
 
-    fn refs(&self, repo: &gix::Repository) -> Result<Arc<RefSnapshot>, RepoError> {
+    fn refs(&self, repo: &git::Repo) -> Result<Arc<RefSnapshot>, RepoError> {
         let mut cached = self.refs.lock().unwrap_or_else(|e| e.into_inner());
         // The report is taken before the watch state and the refs are read: a change after
         // this marks them again.

@@ -2,7 +2,8 @@
 //! commit/tag data that summary and refs show, and the decoration map — built once per change.
 
 use super::RepoError;
-use crate::git::commit::{Person, subject_of};
+use crate::git::Repo;
+use crate::git::commit::{Person, read_commit};
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
 use std::collections::HashMap;
@@ -128,12 +129,12 @@ pub struct RefSnapshot {
 }
 
 impl RefSnapshot {
-    pub fn build(repo: &gix::Repository) -> Result<RefSnapshot, RepoError> {
+    pub fn build(repo: &Repo) -> Result<RefSnapshot, RepoError> {
         Ok(RefSnapshot::from_listing(repo, RefListing::read(repo)?))
     }
 
     /// The snapshot of `listing`: reads the branch tips and tags it names.
-    pub fn from_listing(repo: &gix::Repository, listing: RefListing) -> RefSnapshot {
+    pub fn from_listing(repo: &Repo, listing: RefListing) -> RefSnapshot {
         let RefListing {
             head_branch,
             head_id,
@@ -184,7 +185,7 @@ impl RefSnapshot {
         snap
     }
 
-    fn add(&mut self, repo: &gix::Repository, full: &str, id: ObjectId, target: ObjectId) {
+    fn add(&mut self, repo: &Repo, full: &str, id: ObjectId, target: ObjectId) {
         if let Some(name) = full.strip_prefix("refs/heads/") {
             if let Some(branch) = read_branch(repo, name, id) {
                 self.branches.push(branch);
@@ -285,54 +286,54 @@ fn peel(repo: &gix::Repository, id: ObjectId, packed: Option<ObjectId>) -> Optio
 
 /// The branch `name` at commit `id`; none when the commit cannot be read (logged: the
 /// repository is broken).
-fn read_branch(repo: &gix::Repository, name: &str, id: ObjectId) -> Option<Branch> {
-    let commit = repo
-        .find_commit(id)
+fn read_branch(repo: &Repo, name: &str, id: ObjectId) -> Option<Branch> {
+    let commit = read_commit(repo, id)
         .map_err(|e| tracing::warn!("branch {name}: its commit {id} cannot be read: {e}"))
         .ok()?;
-    let decoded = commit.decode().ok()?;
     Some(Branch {
         name: name.to_string(),
         id,
-        subject: subject_of(decoded.message, encoding(&decoded)),
-        author: Person::from_signature(decoded.author().ok()?, encoding(&decoded)),
-        committer_time: decoded.committer().ok()?.time().unwrap_or_default(),
+        subject: commit.subject.clone(),
+        author: commit.author.clone(),
+        committer_time: commit.committer.time,
     })
 }
 
-fn read_tag(repo: &gix::Repository, name: &str, id: ObjectId, target: ObjectId) -> Tag {
-    let mut tag = Tag {
+/// Tag `name`, the ref at `id` that peels to `target`. Read through the shared pack reader,
+/// which maps packs for random reads: the tags of a cold repository are each one page away.
+fn read_tag(repo: &Repo, name: &str, id: ObjectId, target: ObjectId) -> Tag {
+    let commit = read_commit(repo, target).ok();
+    let target_kind = match commit {
+        Some(_) => gix::object::Kind::Commit,
+        None => repo
+            .read_object(&target)
+            .ok()
+            .flatten()
+            .map_or(gix::object::Kind::Commit, |(kind, _)| kind),
+    };
+    let tagger = (id != target)
+        .then(|| repo.read_object(&id).ok().flatten())
+        .flatten()
+        .filter(|(kind, _)| *kind == gix::object::Kind::Tag)
+        .and_then(|(_, data)| {
+            let tag = gix::objs::TagRef::from_bytes(&data, repo.object_hash()).ok()?;
+            Some(Person::from_signature(tag.tagger().ok()??, None))
+        });
+    let from_commit = || {
+        let commit = commit.as_ref()?;
+        Some((commit.author.clone(), commit.committer.time))
+    };
+    let (author, date) = match tagger {
+        Some(person) => (Some(person.clone()), Some(person.time)),
+        None => from_commit().map_or((None, None), |(a, t)| (Some(a), Some(t))),
+    };
+    Tag {
         name: name.to_string(),
         id,
         target,
-        target_kind: repo
-            .find_header(target)
-            .map(|h| h.kind())
-            .unwrap_or(gix::object::Kind::Commit),
+        target_kind,
         annotated: id != target,
-        author: None,
-        date: None,
-    };
-    if tag.annotated
-        && let Ok(obj) = repo.find_tag(id)
-        && let Ok(Some(tagger)) = obj.decode().and_then(|t| t.tagger())
-    {
-        let person = Person::from_signature(tagger, None);
-        tag.date = Some(person.time);
-        tag.author = Some(person);
+        author,
+        date,
     }
-    if tag.target_kind == gix::object::Kind::Commit
-        && tag.author.is_none()
-        && let Ok(commit) = repo.find_commit(target)
-        && let Ok(decoded) = commit.decode()
-    {
-        tag.author = (decoded.author().ok()).map(|a| Person::from_signature(a, encoding(&decoded)));
-        tag.date = decoded.committer().ok().and_then(|c| c.time().ok());
-    }
-    tag
-}
-
-/// The `encoding` header of a commit.
-fn encoding<'a>(commit: &gix::objs::CommitRef<'a>) -> Option<&'a [u8]> {
-    commit.encoding.map(|e| e.as_bytes())
 }
