@@ -67,20 +67,6 @@ impl Site {
         self.dir.path().join("source.git")
     }
 
-    /// Runs git in the site's directory; panics with git's message when it fails.
-    fn git(&self, args: &[&str]) -> std::process::Output {
-        let out = git_command(self.dir.path(), args)
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
-    }
-
     fn bundles(&self, source: &str) -> f64 {
         metric(
             &self.server,
@@ -105,7 +91,6 @@ impl Site {
                 dest.to_str().unwrap(),
             ],
         )
-        .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_TRACE_PACKET", &trace)
         .output()
         .unwrap();
@@ -209,7 +194,7 @@ fn the_bundle_is_advertised_verified_cloned_from_and_kept() {
     std::fs::write(&file, &bundle.body).unwrap();
     // `git bundle verify` wants a repository (to look for prerequisites): an empty one.
     let empty = site.dir.path().join("empty");
-    site.git(&["init", "-q", empty.to_str().unwrap()]);
+    git(site.dir.path(), &["init", "-q", empty.to_str().unwrap()]);
     let file_arg = file.to_str().unwrap();
     git(&empty, &["bundle", "verify", "-q", file_arg]);
     assert_eq!(site.bundles("written"), 1.0);
@@ -226,13 +211,16 @@ fn the_bundle_is_advertised_verified_cloned_from_and_kept() {
     // `git clone --bundle-uri`.
     let dest = site.dir.path().join("explicit");
     let uri = format!("{}/bundle/clone.bundle", site.url("on"));
-    site.git(&[
-        "clone",
-        "-q",
-        &format!("--bundle-uri={uri}"),
-        &site.url("on"),
-        dest.to_str().unwrap(),
-    ]);
+    git(
+        site.dir.path(),
+        &[
+            "clone",
+            "-q",
+            &format!("--bundle-uri={uri}"),
+            &site.url("on"),
+            dest.to_str().unwrap(),
+        ],
+    );
     fsck(&dest);
     assert_eq!(cloned_refs(&dest), source_refs(&site.source()));
     assert_eq!(site.bundles("kept"), 1.0);
@@ -345,7 +333,6 @@ exit 0
     assert_eq!(server.request("GET", advert, &ok).status, 200);
     let listing = format!("http://{}/on", server.addr);
     let out = git_command(dir.path(), &["ls-remote", &listing])
-        .env("GIT_TERMINAL_PROMPT", "0")
         .output()
         .unwrap();
     assert!(!out.status.success(), "a protected repository was listed");

@@ -86,7 +86,6 @@ fn clone_mirror(server: &Server, repo: &str, dest: &Path) {
             dest.to_str().unwrap(),
         ],
     )
-    .env("GIT_TERMINAL_PROMPT", "0")
     .env("GIT_SMART_HTTP", "0")
     .output()
     .unwrap();
@@ -258,7 +257,6 @@ fn a_fetch_resumes_a_partial_pack_download() {
             "+refs/tags/*:refs/tags/*",
         ],
     )
-    .env("GIT_TERMINAL_PROMPT", "0")
     .env("GIT_SMART_HTTP", "0")
     .output()
     .unwrap();

@@ -92,16 +92,7 @@ impl Site {
         let version = format!("protocol.version={version}");
         let mut all = vec!["-c", &version];
         all.extend_from_slice(args);
-        let out = git_command(dir, &all)
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        git(dir, &all)
     }
 
     /// Clones into a new directory below the site with `args` before the URL.
@@ -420,7 +411,6 @@ fn disabled_http_clone_answers_404() {
     let advert = site.server.get("/source/info/refs?service=git-upload-pack");
     assert_eq!(advert.status, 404);
     let out = git_command(site.dir.path(), &["clone", "-q", &site.url(), "nope"])
-        .env("GIT_TERMINAL_PROMPT", "0")
         .output()
         .unwrap();
     assert!(!out.status.success());
