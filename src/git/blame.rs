@@ -35,7 +35,7 @@ pub fn blame(
     budget: Duration,
 ) -> Result<Outcome, GitError> {
     let odb = Deadline {
-        inner: &repo.objects,
+        repo,
         until: Instant::now() + budget,
         expired: Cell::new(false),
     };
@@ -99,10 +99,11 @@ fn previous(
     Ok(found.map(|_| (parent, path.to_owned())))
 }
 
-/// An object database that fails every lookup once its deadline has passed, so that a blame
-/// (which cannot be interrupted otherwise) ends in time.
+/// The repository's objects, read through the shared pack reader (whose kept delta bases make
+/// the trees of old commits cheap), failing every lookup once the deadline has passed, so that
+/// a blame (which cannot be interrupted otherwise) ends in time.
 struct Deadline<'a> {
-    inner: &'a gix::OdbHandle,
+    repo: &'a Repo<'a>,
     until: Instant,
     expired: Cell<bool>,
 }
@@ -124,14 +125,28 @@ impl gix::objs::Find for Deadline<'_> {
         buffer: &'a mut Vec<u8>,
     ) -> Result<Option<gix::objs::Data<'a>>, gix::Error> {
         self.check()?;
-        self.inner.try_find(id, buffer)
+        let Some((kind, data)) = self.repo.read_object(id).map_err(gix::Error::from_error)? else {
+            return Ok(None);
+        };
+        buffer.clear();
+        buffer.extend_from_slice(&data);
+        Ok(Some(gix::objs::Data::new(
+            buffer,
+            kind,
+            self.repo.object_hash(),
+        )))
     }
 }
 
 impl gix::objs::FindHeader for Deadline<'_> {
     fn try_header(&self, id: &gix::oid) -> Result<Option<gix::objs::Header>, gix::Error> {
         self.check()?;
-        self.inner.try_header(id)
+        // Read whole: what blame asks the header of it reads next, from the reader's cache.
+        let found = self.repo.read_object(id).map_err(gix::Error::from_error)?;
+        Ok(found.map(|(kind, data)| gix::objs::Header {
+            kind,
+            size: data.len() as u64,
+        }))
     }
 }
 
