@@ -1,8 +1,9 @@
 #!/bin/bash
 # Start-up and first answers of one release cgitd on a big repository (issue 43's figures).
 #
-# Starts `cgitd serve` on REPO and reports: the time to its first answer (`/git/`); the time
-# until the commit index is ready (`cgitd_commit_index_builds_total` ≥ 1 in /metrics), with
+# Starts `cgitd serve` on REPO and reports: the time to its first answer (`/git/`) and the
+# bytes it had read from disk by then (with COLD=1 the page cache is dropped first; needs
+# root); the time until the commit index is ready (`cgitd_commit_index_builds_total` ≥ 1 in /metrics), with
 # the peak RssAnon meanwhile (sampled every 50 ms; VmHWM also counts the mapped pack) and
 # RssAnon after; then the first-request time (curl) of
 # pages that grow with the repository: a deep log offset, a path-limited log, blame of a
@@ -11,7 +12,7 @@
 # with one (bench/make-corpus.py --commit-graph-copy).
 #
 # usage: bench/scale.sh REPO
-# env:   BLAME_FILE=path, PORT=8483, STATE=/tmp/cgitd-scale, CGITD=path (a release build unless given)
+# env:   COLD=0, BLAME_FILE=path, PORT=8483, STATE=/tmp/cgitd-scale, CGITD=path (a release build unless given)
 # Only 127.0.0.1 is contacted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,12 +28,13 @@ now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f s", b - a }'; }
 kib() { awk -v k="$(awk "/^$1:/ {print \$2}" /proc/"$CGITD_PID"/status)" 'BEGIN { printf "%.0f MiB", k / 1024 }'; }
 
+if [ "${COLD:-0}" = 1 ]; then sync && echo 3 > /proc/sys/vm/drop_caches; fi
 t0=$(now)
 "$CGITD" serve --config "$STATE/cgitrc" --listen 127.0.0.1:$PORT > "$STATE/cgitd.out" 2>&1 &
 CGITD_PID=$!
 trap 'kill $CGITD_PID 2>/dev/null || true' EXIT
 until curl -sf -o /dev/null "$base/git/"; do sleep 0.01; done
-echo "first answer: $(since "$t0")"
+echo "first answer: $(since "$t0"), $(awk '/^read_bytes:/ { printf "%.0f MiB", $2 / 1048576 }' /proc/"$CGITD_PID"/io) read from disk"
 peak=0
 until curl -sf "$base/metrics" | grep -Eq '^cgitd_commit_index_builds_total [1-9]'; do
     anon=$(awk '/^RssAnon:/ {print $2}' /proc/"$CGITD_PID"/status)
