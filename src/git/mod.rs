@@ -75,6 +75,13 @@ impl<'a> Repo<'a> {
         packs.place(set, id)
     }
 
+    /// Has the kernel read the shared reader's packs ahead, for a walk through most of them.
+    pub fn read_packs_ahead(&self) {
+        if let Some((_, set, _)) = self.shared {
+            set.read_all_ahead();
+        }
+    }
+
     /// The size of object `id`, which the repository names (a tree entry, an object walk),
     /// without reading it: its absence, like an unreadable header, is a broken repository.
     pub fn object_size(&self, id: &gix::hash::oid) -> Result<u64, GitError> {

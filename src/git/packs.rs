@@ -32,6 +32,10 @@ const MAX_CHAIN: usize = 4095;
 /// tree of git.git rests on a few bases), so a recent result is often a step of the next
 /// chain; and the older side of a diff is usually one delta on the newer side just read.
 const RECENT_BYTES: usize = 8 << 20;
+
+/// Bytes of a pack asked for at once when all of it is read ahead.
+const WHOLE_READ_STEP: u64 = 2 << 20;
+
 /// Shards of the kept bases and waypoints.
 const SHARDS: usize = 16;
 /// Every this many deltas up a chain, the result is kept with the chain bases, so that the
@@ -531,6 +535,39 @@ impl Pack {
 }
 
 impl PackSet {
+    /// Has the kernel read all of the set's packs ahead, in order, on a thread of its own, for
+    /// a reader about to go through most of them out of order (a full clone's walk); they are
+    /// mapped for random reads, which would otherwise fetch a page at a time.
+    pub fn read_all_ahead(&self) {
+        let packs = self
+            .loaded
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .packs
+            .clone();
+        let reading = move || {
+            for pack in packs {
+                let data = &pack.bundle.pack;
+                let end = data.pack_end() as u64;
+                let mut at = 0;
+                while at < end {
+                    // The kernel reads at most its read-ahead window for one request.
+                    let to = end.min(at + WHOLE_READ_STEP);
+                    if let Some(bytes) = data.entry_slice(at..to) {
+                        advise_will_need(bytes);
+                    }
+                    at = to;
+                }
+            }
+        };
+        let spawned = std::thread::Builder::new()
+            .name("cgitd-read-ahead".into())
+            .spawn(reading);
+        if let Err(e) = spawned {
+            tracing::debug!(error = %e, "no thread to read packs ahead");
+        }
+    }
+
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Loaded> {
         self.loaded.write().unwrap_or_else(|e| e.into_inner())
     }

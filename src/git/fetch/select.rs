@@ -73,6 +73,10 @@ pub fn select(
     index: Option<&CommitIndex>,
     wanted: &Wanted,
 ) -> Result<Selection, GitError> {
+    if wanted.common.is_empty() && wanted.deepen == Deepen::Full && wanted.filter == Filter::None {
+        // A full clone reads every object: the whole pack, better read in order.
+        repo.read_packs_ahead();
+    }
     let commits = Commits { repo, index };
     let mut out = Selection::default();
     let mut seen: HashSet<ObjectId> = HashSet::default();
