@@ -8,9 +8,10 @@
 # SIGHUP reload every RELOAD seconds. Every 10 s it samples the server's RssAnon, open fds and
 # threads, and jemalloc's allocated and resident bytes, the response cache's and commit
 # indexes' bytes and the sum of the bounded caches' bytes (cgitd_cache_bytes) from /metrics
-# into $STATE/samples.csv. At the end it prints the RssAnon slope after WARMUP seconds (least
-# squares, MiB per 10 minutes; target ≤ 1) and beside it the slope of the heap outside the
-# bounded caches (jemalloc's allocated minus the caches' sum), the fd and thread range after
+# into $STATE/samples.csv, and each cache's bytes into $STATE/caches.csv. At the end it prints
+# the RssAnon slope after WARMUP seconds (least squares, MiB per 10 minutes; target ≤ 1) and
+# beside it the slope of the heap outside the bounded caches (jemalloc's allocated minus the
+# caches' sum), 10-minute medians, each cache's growth, the fd and thread range after
 # warm-up, the answers by status from cgitd's metrics (target: no 5xx but shed 503s), the
 # reloads that took effect, and draws the RssAnon and fd curves into PLOT (an SVG).
 #
@@ -114,6 +115,7 @@ reloads() {
 sample() {
     local t0=$SECONDS
     echo "seconds,rss_kib,fds,threads,allocated_kib,resident_kib,responses_kib,indexes_kib,caches_kib" > "$STATE/samples.csv"
+    echo "seconds,cache,kib" > "$STATE/caches.csv"
     while [ $SECONDS -lt $END ]; do
         local rss fds threads memory
         rss=$(awk '/^RssAnon:/ {print $2}' /proc/"$CGITD_PID"/status)
@@ -125,6 +127,8 @@ sample() {
             /^cgitd_cache_bytes\{/ {k += $2}
             END {printf "%d,%d,%d,%d,%d", a / 1024, r / 1024, c / 1024, i / 1024, k / 1024}')
         echo "$((SECONDS - t0)),$rss,$fds,$threads,$memory" >> "$STATE/samples.csv"
+        curl -s --max-time 5 "http://127.0.0.1:$PORT/metrics" | awk -v t=$((SECONDS - t0)) -F'[" ]' '
+            /^cgitd_cache_bytes\{/ {printf "%d,%s,%d\n", t, $2, $4 / 1024}' >> "$STATE/caches.csv"
         sleep 10
     done
 }
@@ -163,6 +167,20 @@ outside = slope([(r[0], (r[4] - r[8]) / 1024) for r in after]) * 600
 caches = slope([(r[0], r[8] / 1024) for r in after]) * 600
 print(f"heap outside the bounded caches (jemalloc allocated − cgitd_cache_bytes): slope after warm-up "
       f"{outside:+.2f} MiB per 10 min (the caches themselves: {caches:+.2f})")
+def median(values):
+    values = sorted(values); return values[len(values) // 2] if values else 0
+windows = [[r for r in rows if w <= r[0] < w + 600] for w in range(0, rows[-1][0] + 1, 600)]
+windows = [w for w in windows if w]
+print("10-minute medians, MiB, RssAnon / allocated / caches:",
+      ", ".join(f"{median(r[1] for r in w) / 1024:.0f}/{median(r[4] for r in w) / 1024:.0f}/"
+                f"{median(r[8] for r in w) / 1024:.0f}" for w in windows))
+per_cache = {}
+for line in open(f"{state}/caches.csv").read().split("\n")[1:]:
+    if line:
+        t, name, kib = line.split(","); per_cache.setdefault(name, []).append((int(t), int(kib)))
+print("each cache, median MiB of the first and last 10 minutes after warm-up:", ", ".join(
+    f"{name} {median(k for t, k in v if warmup <= t < warmup + 600) / 1024:.1f}→"
+    f"{median(k for t, k in v if t >= rows[-1][0] - 600) / 1024:.1f}" for name, v in sorted(per_cache.items())))
 print(f"fds after warm-up: {min(r[2] for r in after)}–{max(r[2] for r in after)}; "
       f"threads {min(r[3] for r in after)}–{max(r[3] for r in after)}")
 status = {}
