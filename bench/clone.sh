@@ -9,7 +9,8 @@
 # Usage: bench/clone.sh [REPO]   (default: the git.git mirror)
 # Settings: RUNS=3, STATE=/tmp/cgitd-bench-clone, CGITD=binary (default: a release build),
 #           CGITD_PORT=18301, BACKEND_PORT=18302, FULL=1 (0 skips the full clones),
-#           CONCURRENT=8 (0 skips the concurrent clones).
+#           CONCURRENT=8 (0 skips the concurrent clones), COLD=0 (1 drops the page cache
+#           before each server's first full clone; needs root).
 set -euo pipefail
 REPO=$(cd "${1:-/work/.mirror/git+git/repo}" && pwd)
 RUNS=${RUNS:-3}
@@ -18,6 +19,7 @@ CGITD_PORT=${CGITD_PORT:-18301}
 BACKEND_PORT=${BACKEND_PORT:-18302}
 FULL=${FULL:-1}
 CONCURRENT=${CONCURRENT:-8}
+COLD=${COLD:-0}
 TICK=$(getconf CLK_TCK)
 rm -rf "$STATE" && mkdir -p "$STATE/root"
 ln -s "$REPO" "$STATE/root/repo"
@@ -77,6 +79,7 @@ for system in http-backend cgitd; do
     if [ "$FULL" = 1 ]; then
         rm -rf "$STATE/full.git"
         for label in full full-again; do
+            if [ "$label" = full ] && [ "$COLD" = 1 ]; then sync && echo 3 > /proc/sys/vm/drop_caches; fi
             measure "$system" $label git clone -q --bare "$url" "$STATE/full.git" >> "$results"
             git -C "$STATE/full.git" fsck --connectivity-only --no-dangling >/dev/null
             rm -rf "$STATE/full.git"
