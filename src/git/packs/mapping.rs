@@ -1,0 +1,59 @@
+//! How pack files are mapped: for random reads, with what is about to be read asked for ahead.
+
+use super::Fan;
+use gix::odb::pack;
+use std::path::Path;
+
+/// Opens the pack of `index` and the index, each mapped with readahead off (a page read
+/// brings in its page, not the device's readahead window: 8 MiB on some virtual disks, which
+/// made the first summary page of a cold 1.2 GB pack read all of it), and the index's
+/// fan-out. Reads that go through a pack in order ask for what is ahead
+/// ([`super::Place::read_ahead`]).
+pub(super) fn map_for_random_reads(
+    index: &Path,
+    hash: gix::hash::Kind,
+) -> Result<(pack::Bundle, Fan), String> {
+    let map = |path: &Path| -> Result<memmap2::Mmap, String> {
+        let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+        // SAFETY: git never writes into a pack or index file once it is named; a file replaced
+        // under the same name is a new inode and leaves this mapping as it was.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| e.to_string())?;
+        if let Err(e) = map.advise(memmap2::Advice::Random) {
+            tracing::debug!(path = %path.display(), error = %e, "no random-read advice");
+        }
+        Ok(map)
+    };
+    let index_map = map(index)?;
+    let header = index_map.get(..8 + 256 * 4).map(<[u8]>::to_vec);
+    let index_file = pack::index::File::from_data(index_map, index.to_owned(), hash)
+        .map_err(|e| e.to_string())?;
+    let fan = header
+        .and_then(|h| Fan::from_header(&h, index_file.num_objects()))
+        .unwrap_or_else(|| Fan::of(&index_file));
+    let data = index.with_extension("pack");
+    let bundle = pack::Bundle {
+        index: index_file,
+        pack: pack::data::File::from_data(map(&data)?, data, hash).map_err(|e| e.to_string())?,
+    };
+    Ok((bundle, fan))
+}
+
+/// Tells the kernel `bytes` (part of a mapped file) will be read soon.
+pub(super) fn advise_will_need(bytes: &[u8]) {
+    // SAFETY: sysconf has no preconditions.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    let start = bytes.as_ptr() as usize;
+    let aligned = start & !(page - 1);
+    // SAFETY: the range lies in one mapping (which starts on a page), and WILLNEED only starts
+    // reads: it changes no byte of it.
+    let failed = unsafe {
+        libc::madvise(
+            aligned as *mut libc::c_void,
+            bytes.len() + (start - aligned),
+            libc::MADV_WILLNEED,
+        )
+    };
+    if failed != 0 {
+        tracing::debug!(error = %std::io::Error::last_os_error(), "no read-ahead advice");
+    }
+}
