@@ -468,9 +468,22 @@ impl Pack {
     fn stored_order(&self) -> &[u32] {
         self.stored_order.get_or_init(|| {
             let index = &self.bundle.index;
-            let mut order: Vec<u32> = (0..index.num_objects()).collect();
-            order.sort_unstable_by_key(|&i| index.pack_offset_at_index(i));
-            order
+            let count = index.num_objects();
+            let position_bits = u32::BITS - count.leading_zeros();
+            let offset_bits = u64::BITS - (self.bundle.pack.pack_end() as u64).leading_zeros();
+            if offset_bits + position_bits > u64::BITS {
+                let mut order: Vec<u32> = (0..count).collect();
+                order.sort_unstable_by_key(|&i| index.pack_offset_at_index(i));
+                return order;
+            }
+            // Each offset with its position in one word: sorted without reading the index
+            // again for every comparison (11.5 M objects: 9 s that way).
+            let mut keyed: Vec<u64> = (0..count)
+                .map(|i| index.pack_offset_at_index(i) << position_bits | u64::from(i))
+                .collect();
+            keyed.sort_unstable();
+            let position = (1u64 << position_bits) - 1;
+            keyed.into_iter().map(|k| (k & position) as u32).collect()
         })
     }
 
