@@ -136,6 +136,54 @@ fn a_full_clone_pack_holds_every_object_and_passes_fsck() {
     assert_eq!(sent, expected.len(), "no object is sent twice");
 }
 
+/// The pack written for `wanted`, or the error writing it.
+fn try_pack(source: &Path, wanted: &Wanted) -> Result<Vec<u8>, cgitd::git::GitError> {
+    with_repo(source, |repo| {
+        let selection = select(repo, None, wanted)?;
+        let mut pack = Vec::new();
+        write_pack(repo, selection.objects, &Default::default(), &mut pack)?;
+        Ok(pack)
+    })
+}
+
+#[test]
+fn entries_are_ordered_by_git_s_reverse_index_or_sorted_alike() {
+    let dir = TempDir::new("fetch-reverse-index");
+    let packed = build(dir.path());
+    let want = wanted(vec![id(&packed, "main"), id(&packed, "topic")]);
+    let pack_dir = packed.join("objects/pack");
+    let rev = std::fs::read_dir(&pack_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "rev"))
+        .expect("git 2.41 and later write a reverse index beside the pack");
+    let with_rev = try_pack(&packed, &want).unwrap();
+    let dest = dir.path().join("dest.git");
+    git(dir.path(), &["init", "-q", "--bare", "dest.git"]);
+    assert!(index_pack(&dest, &[], &with_rev), "git takes the pack");
+
+    let original = std::fs::read(&rev).unwrap();
+    std::fs::remove_file(&rev).unwrap();
+    assert_eq!(
+        try_pack(&packed, &want).unwrap(),
+        with_rev,
+        "sorted without it: the same pack"
+    );
+
+    // A reverse index whose table is reversed (header and checksum intact) is believed: the
+    // entries' ends it gives are wrong, so the pack is not the same, if it is written at all.
+    let count = (original.len() - 12 - 40) / 4;
+    let mut reversed = original[..12].to_vec();
+    for position in original[12..12 + 4 * count].chunks_exact(4).rev() {
+        reversed.extend_from_slice(position);
+    }
+    reversed.extend_from_slice(&original[12 + 4 * count..]);
+    std::fs::write(&rev, reversed).unwrap();
+    assert!(
+        try_pack(&packed, &want).is_ok_and(|p| p != with_rev) || try_pack(&packed, &want).is_err()
+    );
+}
+
 #[test]
 fn a_fetch_sends_only_what_the_client_lacks() {
     let dir = TempDir::new("fetch-incremental");

@@ -1,4 +1,5 @@
-//! How pack files are mapped: for random reads, with what is about to be read asked for ahead.
+//! How pack files are mapped: for random reads, with what is about to be read asked for ahead;
+//! and git's reverse index of a pack (`.rev`), when it wrote one.
 
 use super::Fan;
 use gix::odb::pack;
@@ -56,4 +57,36 @@ pub(super) fn advise_will_need(bytes: &[u8]) {
     if failed != 0 {
         tracing::debug!(error = %std::io::Error::last_os_error(), "no read-ahead advice");
     }
+}
+
+/// The index positions of `pack`'s objects in the order they are stored, from the reverse
+/// index git writes beside a pack (`pack-*.rev`: "RIDX", version 1, the hash's id, a big-endian
+/// position per object, the pack's checksum). `None` when there is none, or it is not the
+/// reverse index of this pack and index.
+pub(super) fn reverse_index(bundle: &pack::Bundle) -> Option<Vec<u32>> {
+    let path = bundle.index.path().with_extension("rev");
+    let file = std::fs::File::open(&path).ok()?;
+    // SAFETY: as for the pack: git never rewrites a named pack's files in place.
+    let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+    let count = bundle.index.num_objects() as usize;
+    let hash_len = bundle.pack.object_hash().len_in_bytes();
+    let hash_id: u32 = match bundle.pack.object_hash() {
+        gix::hash::Kind::Sha1 => 1,
+        _ => 2,
+    };
+    let header = [*b"RIDX", 1u32.to_be_bytes(), hash_id.to_be_bytes()].concat();
+    let table_end = 12 + 4 * count;
+    let checksum = bundle.pack.checksum();
+    let valid = map.len() == table_end + 2 * hash_len
+        && map[..12] == header[..]
+        && map[table_end..table_end + hash_len] == *checksum.as_bytes();
+    if !valid {
+        tracing::debug!(path = %path.display(), "reverse index not used: not this pack's");
+        return None;
+    }
+    let order: Vec<u32> = map[12..table_end]
+        .chunks_exact(4)
+        .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    order.iter().all(|&i| (i as usize) < count).then_some(order)
 }

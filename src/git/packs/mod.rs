@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 mod mapping;
-use mapping::{advise_will_need, map_for_random_reads};
+use mapping::{advise_will_need, map_for_random_reads, reverse_index};
 
 /// How long a listing of the pack directories is used before they are looked at again.
 const RECHECK: Duration = Duration::from_secs(1);
@@ -53,8 +53,9 @@ struct Pack {
     serial: u32,
     bundle: pack::Bundle,
     fan: Fan,
-    /// The index positions in the order their entries are stored (made on first use): what
-    /// follows an entry, and which object a delta's base offset names.
+    /// The index positions in the order their entries are stored (git's reverse index, or
+    /// sorted on first use): what follows an entry, and which object a delta's base offset
+    /// names.
     stored_order: OnceLock<Vec<u32>>,
 }
 
@@ -467,6 +468,9 @@ impl Place {
 impl Pack {
     fn stored_order(&self) -> &[u32] {
         self.stored_order.get_or_init(|| {
+            if let Some(order) = reverse_index(&self.bundle) {
+                return order;
+            }
             let index = &self.bundle.index;
             let count = index.num_objects();
             let position_bits = u32::BITS - count.leading_zeros();
