@@ -10,7 +10,6 @@ use crate::git::{GitError, Repo};
 use gix::ObjectId;
 use gix_pack::data::entry::Header;
 use gix_pack::data::output;
-use std::collections::HashMap;
 use std::io::Write;
 
 /// Objects per chunk handed from the entries to the writer.
@@ -47,21 +46,16 @@ pub fn write_pack(
     let mut entries = Entries {
         repo,
         client,
-        written: HashMap::new(),
+        placed: &placed,
         read_to: (0, 0),
         compressor: libdeflater::Compressor::new(
             libdeflater::CompressionLvl::new(RECOMPRESSION_LEVEL).expect("a libdeflate level"),
         ),
     };
-    let mut next = 0;
     let chunks = placed.chunks(CHUNK).map(|chunk| {
         let made: Result<Vec<output::Entry>, GitError> = chunk
             .iter()
-            .map(|(id, place)| {
-                let entry = entries.entry(next, *id, place.as_ref());
-                next += 1;
-                entry
-            })
+            .map(|(id, place)| entries.entry(*id, place.as_ref()))
             .collect();
         made.map_err(gix::Error::from_error)
     });
@@ -84,26 +78,21 @@ pub fn write_pack(
 struct Entries<'a> {
     repo: &'a Repo<'a>,
     client: &'a ClientBases,
-    /// The entries written so far by where they are stored: bases of later deltas.
-    written: HashMap<(u32, u64), usize>,
+    /// Every object of the pack in the order written, with where it is stored: a delta's
+    /// base stored in the same pack is written before it, found here by its place.
+    placed: &'a [(ObjectId, Option<Place>)],
     /// Where the pack being copied from has been read ahead to (its serial and offset).
     read_to: (u32, u64),
     compressor: libdeflater::Compressor,
 }
 
 impl Entries<'_> {
-    /// The `n`th entry of the pack: object `id`, stored at `place` if it is packed.
-    fn entry(
-        &mut self,
-        n: usize,
-        id: ObjectId,
-        place: Option<&Place>,
-    ) -> Result<output::Entry, GitError> {
+    /// The next entry of the pack: object `id`, stored at `place` if it is packed.
+    fn entry(&mut self, id: ObjectId, place: Option<&Place>) -> Result<output::Entry, GitError> {
         if let Some(place) = place {
             if place.key() >= self.read_to {
                 self.read_to = (place.key().0, place.read_ahead(READ_AHEAD));
             }
-            self.written.insert(place.key(), n);
             if let Some(copied) = self.copied(id, place)? {
                 return Ok(copied);
             }
@@ -122,7 +111,7 @@ impl Entries<'_> {
                 let Some(base) = offset.checked_sub(base_distance) else {
                     return Err(GitError::internal_msg("delta base before the pack's start"));
                 };
-                if let Some(&object_index) = self.written.get(&(pack, base)) {
+                if let Some(object_index) = self.written_at((pack, base)) {
                     Kind::DeltaRef { object_index }
                 } else {
                     match place
@@ -146,6 +135,13 @@ impl Entries<'_> {
             decompressed_size: stored.inflated_size as usize,
             compressed_data: stored.compressed.to_vec(),
         }))
+    }
+
+    /// Where in the pack the object stored at `key` is written, if it is sent.
+    fn written_at(&self, key: (u32, u64)) -> Option<usize> {
+        self.placed
+            .binary_search_by_key(&Some(key), |(_, place)| place.as_ref().map(Place::key))
+            .ok()
     }
 
     /// Object `id` read and written as a new delta on the client's version of its path, or
