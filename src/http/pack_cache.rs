@@ -39,7 +39,7 @@ impl PackCache {
 
     /// Whether a fetch's pack may be kept: a clone (nothing had, nothing shallow yet).
     pub fn keeps(&self, wanted: &Wanted) -> bool {
-        self.limit > 0 && wanted.common.is_empty() && wanted.client_shallow.is_empty()
+        self.limit > 0 && wanted.is_clone()
     }
 
     pub fn get(&self, key: &PackKey) -> Option<Arc<KeptPack>> {

@@ -96,6 +96,16 @@ impl Wanted {
             thin: false,
         }
     }
+
+    /// Whether this is a clone: the client has nothing yet, not even a shallow history.
+    pub fn is_clone(&self) -> bool {
+        self.common.is_empty() && self.client_shallow.is_empty()
+    }
+
+    /// Whether this is a full clone: all history, nothing filtered out.
+    pub fn is_full_clone(&self) -> bool {
+        self.is_clone() && self.deepen == Deepen::Full && self.filter == Filter::None
+    }
 }
 
 /// The objects to send, in the order found (commits and tags first), and the shallow

@@ -73,7 +73,7 @@ pub fn select(
     index: Option<&CommitIndex>,
     wanted: &Wanted,
 ) -> Result<Selection, GitError> {
-    if wanted.common.is_empty() && wanted.deepen == Deepen::Full && wanted.filter == Filter::None {
+    if wanted.is_full_clone() {
         // A full clone reads every object: the whole pack, better read in order.
         repo.read_packs_ahead();
     }
