@@ -15,10 +15,7 @@ pub(super) fn map_for_random_reads(
     hash: gix::hash::Kind,
 ) -> Result<(pack::Bundle, Fan), String> {
     let map = |path: &Path| -> Result<memmap2::Mmap, String> {
-        let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-        // SAFETY: git never writes into a pack or index file once it is named; a file replaced
-        // under the same name is a new inode and leaves this mapping as it was.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| e.to_string())?;
+        let map = map_pack_file(path).map_err(|e| e.to_string())?;
         if let Err(e) = map.advise(memmap2::Advice::Random) {
             tracing::debug!(path = %path.display(), error = %e, "no random-read advice");
         }
@@ -37,6 +34,14 @@ pub(super) fn map_for_random_reads(
         pack: pack::data::File::from_data(map(&data)?, data, hash).map_err(|e| e.to_string())?,
     };
     Ok((bundle, fan))
+}
+
+/// A file of a pack (`.idx`, `.pack`, `.rev`) mapped read-only.
+fn map_pack_file(path: &Path) -> std::io::Result<memmap2::Mmap> {
+    let file = std::fs::File::open(path)?;
+    // SAFETY: git never writes into a pack's files once they are named; a file replaced under
+    // the same name is a new inode and leaves this mapping as it was.
+    unsafe { memmap2::Mmap::map(&file) }
 }
 
 /// Tells the kernel `bytes` (part of a mapped file) will be read soon.
@@ -65,9 +70,7 @@ pub(super) fn advise_will_need(bytes: &[u8]) {
 /// reverse index of this pack and index.
 pub(super) fn reverse_index(bundle: &pack::Bundle) -> Option<Vec<u32>> {
     let path = bundle.index.path().with_extension("rev");
-    let file = std::fs::File::open(&path).ok()?;
-    // SAFETY: as for the pack: git never rewrites a named pack's files in place.
-    let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+    let map = map_pack_file(&path).ok()?;
     let count = bundle.index.num_objects() as usize;
     let hash_len = bundle.pack.object_hash().len_in_bytes();
     let hash_id: u32 = match bundle.pack.object_hash() {
