@@ -1,6 +1,6 @@
 //! Damaged repositories (issue 45): packs cut short, a corrupt loose object, a ref to a missing
-//! object, a repository removed or made unreadable while served, a missing alternate and a
-//! 10,000-level tree. A damaged repository is the server's data fault, not the client's: pages
+//! object, a clone of a repository missing a blob, a repository removed or made unreadable
+//! while served, a missing alternate and a 10,000-level tree. A damaged repository is the server's data fault, not the client's: pages
 //! that need what is lost answer the site's HTML error page with 500 (never a 404 that blames
 //! the URL, never a 200 that hides the loss), the cause in the log and no server path in the
 //! page; pages that need none of it answer as before; no git job panics, the process stays up
@@ -394,6 +394,44 @@ fn a_ref_to_a_missing_object_fails_only_the_pages_of_that_ref() {
             .contains(&format!("branch x: its commit {bogus} cannot be read"))
     );
     server.ok("/");
+    server.assert_no_panic();
+}
+
+#[test]
+fn a_clone_missing_a_blob_fails_with_the_blob_named_in_the_log() {
+    let tmp = TempDir::new("faults-clone");
+    let repo = tmp.path().join("r");
+    init_repo(&repo);
+    write(&repo, "kept.txt", "kept\n");
+    write(&repo, "lost.txt", "lost\n");
+    commit_all(&repo, "only", "2024-01-02T03:04:05+00:00");
+    let blob = git(&repo, &["rev-parse", "HEAD:lost.txt"])
+        .trim()
+        .to_string();
+    let objects = repo.join(".git/objects");
+    std::fs::remove_file(objects.join(&blob[..2]).join(&blob[2..])).unwrap();
+    let mut server = Logged::start(&rc(tmp.path(), &[("r", &repo)]));
+    let url = format!("http://{}/r", server.server.addr);
+    let clone = git_command(tmp.path(), &["clone", "-q", "--bare", &url, "copy.git"])
+        .output()
+        .unwrap();
+    assert!(
+        !clone.status.success(),
+        "a clone of a damaged repository passed"
+    );
+    let said = String::from_utf8_lossy(&clone.stderr);
+    assert!(said.contains("could not be made"), "git said: {said}");
+    assert!(
+        !said.contains(&server.secret),
+        "git was shown a path: {said}"
+    );
+    let log = server.log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains(" ERROR ") && l.contains(&format!("object {blob} is missing"))),
+        "the missing blob is not named in the log:\n{log}"
+    );
+    assert!(server.ok("/r/tree/kept.txt").contains("kept"));
     server.assert_no_panic();
 }
 

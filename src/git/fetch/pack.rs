@@ -68,7 +68,7 @@ pub fn write_pack(
         repo.object_hash(),
     );
     for step in writer.by_ref() {
-        step.map_err(|e| GitError::internal_msg(format!("writing a pack: {e}")))?;
+        step.map_err(|e| GitError::internal_in("writing a pack", e))?;
     }
     drop(writer);
     Ok(counted.written)
@@ -162,7 +162,7 @@ impl Entries<'_> {
     fn read(&self, id: ObjectId) -> Result<crate::git::packs::Object, GitError> {
         self.repo
             .read_object(&id)?
-            .ok_or_else(|| GitError::internal_msg(format!("object {id} vanished")))
+            .ok_or_else(|| GitError::internal_msg(format!("object {id} is missing")))
     }
 
     /// An entry of `kind` for object `id` whose data is `data`, compressed.
