@@ -1,10 +1,10 @@
 //! Damaged repositories (issue 45): packs cut short, a corrupt loose object, a ref to a missing
 //! object, a clone of a repository missing a blob, a repository removed or made unreadable
-//! while served, a missing alternate and a 10,000-level tree. A damaged repository is the server's data fault, not the client's: pages
-//! that need what is lost answer the site's HTML error page with 500 (never a 404 that blames
-//! the URL, never a 200 that hides the loss), the cause in the log and no server path in the
-//! page; pages that need none of it answer as before; no git job panics, the process stays up
-//! and the other repositories are served.
+//! while served, a missing alternate and a 10,000-level tree. A damaged repository is the
+//! server's data fault, not the client's: pages that need what is lost answer the site's HTML
+//! error page with 500 (never a 404 that blames the URL, never a 200 that hides the loss), the
+//! cause in the log and no server path in the page; pages that need none of it answer as
+//! before; no git job panics, the process stays up and the other repositories are served.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -320,9 +320,14 @@ fn a_pack_cut_short_answers_error_pages_for_what_it_lost() {
     server.assert_no_panic();
 }
 
+/// Where loose object `id` of `git_dir` is stored.
+fn loose_path(git_dir: &Path, id: &str) -> PathBuf {
+    git_dir.join("objects").join(&id[..2]).join(&id[2..])
+}
+
 /// Flips eight bytes in the middle of loose object `id`'s zlib stream.
 fn corrupt_loose(git_dir: &Path, id: &str) {
-    let path = git_dir.join("objects").join(&id[..2]).join(&id[2..]);
+    let path = loose_path(git_dir, id);
     let mut bytes = std::fs::read(&path).unwrap();
     let mid = bytes.len() / 2;
     for b in &mut bytes[mid..mid + 8] {
@@ -408,8 +413,7 @@ fn a_clone_missing_a_blob_fails_with_the_blob_named_in_the_log() {
     let blob = git(&repo, &["rev-parse", "HEAD:lost.txt"])
         .trim()
         .to_string();
-    let objects = repo.join(".git/objects");
-    std::fs::remove_file(objects.join(&blob[..2]).join(&blob[2..])).unwrap();
+    std::fs::remove_file(loose_path(&repo.join(".git"), &blob)).unwrap();
     let mut server = Logged::start(&rc(tmp.path(), &[("r", &repo)]));
     let url = format!("http://{}/r", server.server.addr);
     let clone = git_command(tmp.path(), &["clone", "-q", "--bare", &url, "copy.git"])
